@@ -1,0 +1,87 @@
+#include "ingot/tensor.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+
+#include "ir/dispatch.h"
+
+namespace ingot {
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  if (s.empty()) return "scalar";
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += 'x';
+    out += std::to_string(s[i]);
+  }
+  return out;
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  numel_ = shape_numel(shape_);
+  size_t bytes = nbytes();
+  size_t alloc = (bytes + 63) / 64 * 64;
+  if (alloc == 0) alloc = 64;
+  void* p = std::aligned_alloc(64, alloc);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, alloc);
+  owner_ = std::shared_ptr<void>(p, std::free);
+  data_ = p;
+}
+
+Tensor Tensor::wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.owner_ = std::move(owner);
+  t.data_ = data;
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  if (!defined()) return {};
+  Tensor t(dtype_, shape_);
+  if (nbytes()) std::memcpy(t.data_, data_, nbytes());
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  assert(shape_numel(shape) == numel_);
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+double Tensor::scalar_as_double(int64_t i) const {
+  double out = 0;
+  dispatch_all(dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    out = double(static_cast<const T*>(data_)[i]);
+  });
+  return out;
+}
+
+int64_t Tensor::scalar_as_int(int64_t i) const {
+  int64_t out = 0;
+  dispatch_all(dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    out = int64_t(static_cast<const T*>(data_)[i]);
+  });
+  return out;
+}
+
+std::vector<int64_t> Tensor::to_int_vector() const {
+  std::vector<int64_t> v(static_cast<size_t>(numel_), 0);
+  for (int64_t i = 0; i < numel_; ++i) v[size_t(i)] = scalar_as_int(i);
+  return v;
+}
+
+}  // namespace ingot

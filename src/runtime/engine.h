@@ -1,0 +1,72 @@
+// Engine: an immutable, loaded model with its kernels; share it between threads.
+// ExecutionContext: one per thread of execution; run() validates inputs and runs the graph.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ingot/status.h"
+#include "ingot/tensor.h"
+#include "ir/graph.h"
+#include "runtime/executor.h"
+
+namespace ingot {
+
+struct EngineOptions {
+  std::string device = "cpu";
+  int threads = 0;  // 0: all cores
+};
+
+// A named model input or output as users see it.
+struct IoInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::optional<SymShape> shape;
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+class ExecutionContext;
+
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  static Expected<std::shared_ptr<Engine>> from_onnx(const std::string& path, const EngineOptions& opts = {});
+  static Expected<std::shared_ptr<Engine>> from_model(Model model, const EngineOptions& opts = {});
+
+  const Model& model() const { return model_; }
+  const std::vector<IoInfo>& inputs() const { return inputs_; }
+  const std::vector<IoInfo>& outputs() const { return outputs_; }
+  const IoInfo* find_input(const std::string& name) const;
+
+  std::unique_ptr<ExecutionContext> create_context() const;
+
+  // Checks names, dtypes, ranks, fixed dims and that symbolic dims agree across inputs.
+  Status validate_inputs(const std::map<std::string, Tensor>& inputs) const;
+  // Shape inference for concrete input shapes: every value's dtype and shape.
+  Expected<std::vector<ValueMeta>> infer_shapes(const std::map<std::string, Shape>& input_shapes) const;
+
+ private:
+  friend class ExecutionContext;
+  Engine() = default;
+  Model model_;
+  EngineOptions opts_;
+  std::vector<IoInfo> inputs_, outputs_;
+  std::unique_ptr<GraphExecutor> executor_;
+};
+
+class ExecutionContext {
+ public:
+  explicit ExecutionContext(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {}
+  // Runs the model; outputs in the model's output order.
+  Expected<std::vector<NamedTensor>> run(const std::map<std::string, Tensor>& inputs);
+
+ private:
+  std::shared_ptr<const Engine> engine_;
+};
+
+}  // namespace ingot

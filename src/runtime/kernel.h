@@ -1,0 +1,165 @@
+// The kernel contract. Every op is a class with two steps, both given concrete shapes:
+//   infer():   output dtypes and shapes from input dtypes/shapes (and input values where the
+//              executor knows them: always at run time, for constants at build time). This is
+//              ingot's shape inference; the executor allocates outputs from it.
+//   compute(): fill the outputs.
+// init() parses and validates attributes once, when the model is loaded, so attribute errors
+// appear before any run. Kernels register next to their code with INGOT_REGISTER_KERNEL.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ingot/status.h"
+#include "ingot/tensor.h"
+#include "ir/graph.h"
+
+namespace ingot {
+
+// What infer() knows about one input.
+struct InputMeta {
+  bool present = false;
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  const Tensor* value = nullptr;  // known contents, or null
+};
+
+// What infer() says about one output.
+struct OutputMeta {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  bool dynamic = false;  // shape depends on input data unknown before running (NonZero, ...)
+  bool set = false;
+};
+
+class InferContext {
+ public:
+  InferContext(const Node& node, std::vector<InputMeta> inputs, int num_outputs)
+      : node_(node), inputs_(std::move(inputs)), outputs_(size_t(num_outputs)) {}
+
+  const Node& node() const { return node_; }
+  int num_inputs() const { return int(inputs_.size()); }
+  bool has_input(int i) const { return i < num_inputs() && inputs_[size_t(i)].present; }
+  DType input_dtype(int i) const { return inputs_[size_t(i)].dtype; }
+  const Shape& input_shape(int i) const { return inputs_[size_t(i)].shape; }
+  int input_rank(int i) const { return int(inputs_[size_t(i)].shape.size()); }
+  // The input's contents when known now, else null. Ops whose output shape depends on an
+  // input's values (Reshape's shape, Slice's starts) read it here; when it is null they
+  // must call set_output_dynamic.
+  const Tensor* input_value(int i) const { return has_input(i) ? inputs_[size_t(i)].value : nullptr; }
+
+  int num_outputs() const { return int(outputs_.size()); }
+  bool has_output(int i) const { return i < num_outputs() && node_.outputs[size_t(i)] != kNoValue; }
+  void set_output(int i, DType dtype, Shape shape) {
+    if (i < num_outputs()) outputs_[size_t(i)] = OutputMeta{dtype, std::move(shape), false, true};
+  }
+  void set_output_dynamic(int i, DType dtype) {
+    if (i < num_outputs()) outputs_[size_t(i)] = OutputMeta{dtype, {}, true, true};
+  }
+  const std::vector<OutputMeta>& outputs() const { return outputs_; }
+
+ private:
+  const Node& node_;
+  std::vector<InputMeta> inputs_;
+  std::vector<OutputMeta> outputs_;
+};
+
+// Runs a subgraph (If/Loop/Scan bodies) with the given formal inputs; captured outer values
+// are resolved by the executor.
+using SubgraphRunner =
+    std::function<Expected<std::vector<Tensor>>(const Graph& body, const std::vector<Tensor>& inputs)>;
+
+class ComputeContext {
+ public:
+  ComputeContext(const Node& node, std::vector<const Tensor*> inputs, std::vector<OutputMeta> metas,
+                 SubgraphRunner run_subgraph)
+      : node_(node), inputs_(std::move(inputs)), metas_(std::move(metas)),
+        outputs_(metas_.size()), run_subgraph_(std::move(run_subgraph)) {}
+
+  const Node& node() const { return node_; }
+  int num_inputs() const { return int(inputs_.size()); }
+  bool has_input(int i) const { return i < num_inputs() && inputs_[size_t(i)] != nullptr; }
+  const Tensor& input(int i) const { return *inputs_[size_t(i)]; }
+
+  int num_outputs() const { return int(outputs_.size()); }
+  bool has_output(int i) const { return i < num_outputs() && node_.outputs[size_t(i)] != kNoValue; }
+  // The output buffer, allocated on first use with the shape infer() gave.
+  Tensor& output(int i) {
+    Tensor& t = outputs_[size_t(i)];
+    if (!t.defined()) t = Tensor(metas_[size_t(i)].dtype, metas_[size_t(i)].shape);
+    return t;
+  }
+  // For outputs infer() marked dynamic: allocate now that the shape is known.
+  Tensor& allocate_output(int i, DType dtype, Shape shape) {
+    outputs_[size_t(i)] = Tensor(dtype, std::move(shape));
+    return outputs_[size_t(i)];
+  }
+  // Makes output i an existing tensor (a view of an input for Reshape/Identity/Squeeze).
+  void set_output(int i, Tensor t) { outputs_[size_t(i)] = std::move(t); }
+
+  Expected<std::vector<Tensor>> run_subgraph(const Graph& body, const std::vector<Tensor>& inputs) const {
+    if (!run_subgraph_) return internal_error("subgraphs cannot run in this context");
+    return run_subgraph_(body, inputs);
+  }
+
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+ private:
+  const Node& node_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<OutputMeta> metas_;
+  std::vector<Tensor> outputs_;
+  SubgraphRunner run_subgraph_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  // Parse attributes; `opset` is the model's version of the node's domain.
+  virtual Status init(const Node& node, int opset) { (void)node; (void)opset; return Status::ok(); }
+  virtual Status infer(InferContext& ctx) const = 0;
+  virtual Status compute(ComputeContext& ctx) const = 0;
+  // False for inputs whose contents compute() never reads (Shape, Size): lets the executor
+  // fold such nodes from shapes alone.
+  virtual bool reads_input_data(int input) const { (void)input; return true; }
+  // False for ops whose outputs are not a function of their inputs (random ops).
+  virtual bool deterministic() const { return true; }
+};
+
+using KernelFactory = std::function<Expected<std::unique_ptr<OpKernel>>(const Node& node, int opset)>;
+
+// Maps (backend, domain, op_type) to a factory. Kernels add themselves at static-init time.
+class KernelRegistry {
+ public:
+  static KernelRegistry& instance();
+  bool add(const std::string& backend, const std::string& domain, const std::string& op_type,
+           KernelFactory factory);
+  const KernelFactory* find(const std::string& backend, const std::string& domain,
+                            const std::string& op_type) const;
+  std::vector<std::string> ops(const std::string& backend) const;  // "domain:op", sorted
+
+ private:
+  std::map<std::string, KernelFactory> map_;
+};
+
+// Builds the kernel for a node: finds the factory and runs init(). The error names the node.
+Expected<std::unique_ptr<OpKernel>> create_kernel(const std::string& backend, const Node& node,
+                                                  int node_index, int opset);
+
+template <class K>
+Expected<std::unique_ptr<OpKernel>> make_kernel(const Node& node, int opset) {
+  auto k = std::make_unique<K>();
+  INGOT_RETURN_IF_ERROR(k->init(node, opset));
+  return std::unique_ptr<OpKernel>(std::move(k));
+}
+
+}  // namespace ingot
+
+// Registers class K (default constructible, derived from OpKernel) for a CPU op:
+//   INGOT_REGISTER_KERNEL(cpu, "", Relu, ReluKernel);
+#define INGOT_REGISTER_KERNEL(backend, domain, op, K)                                     \
+  static const bool INGOT_CONCAT(ingot_reg_, __COUNTER__) =                               \
+      ::ingot::KernelRegistry::instance().add(#backend, domain, #op, &::ingot::make_kernel<K>)

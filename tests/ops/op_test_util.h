@@ -1,0 +1,81 @@
+// Helpers for op tests: build a one-node graph, run it through the engine, compare results.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/engine.h"
+
+namespace ingot::testing {
+
+// A model with a single node: inputs named in0, in1, ...; outputs out0, out1, ...
+inline Model single_node_model(const std::string& op_type, const std::vector<Tensor>& inputs, int num_outputs,
+                               Attributes attrs = {}, int opset = 17, const std::string& domain = "") {
+  Model m;
+  m.path = "test:" + op_type;
+  m.ir_version = 8;
+  m.opsets[""] = opset;
+  if (!domain.empty()) m.opsets[domain] = 1;
+  Graph& g = m.graph;
+  Node n;
+  n.op_type = op_type;
+  n.domain = domain;
+  n.name = op_type + "_0";
+  n.attrs = std::move(attrs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ValueId id = g.intern("in" + std::to_string(i));
+    g.value(id).dtype = inputs[i].dtype();
+    g.inputs.push_back(id);
+    n.inputs.push_back(id);
+  }
+  for (int i = 0; i < num_outputs; ++i) {
+    ValueId id = g.intern("out" + std::to_string(i));
+    g.outputs.push_back(id);
+    n.outputs.push_back(id);
+  }
+  g.nodes.push_back(std::move(n));
+  return m;
+}
+
+// Runs a single-node model; fails the test on error.
+inline std::vector<Tensor> run_single_node(const std::string& op_type, const std::vector<Tensor>& inputs,
+                                           int num_outputs, Attributes attrs = {}, int opset = 17) {
+  auto e = Engine::from_model(single_node_model(op_type, inputs, num_outputs, std::move(attrs), opset));
+  EXPECT_TRUE(e.has_value()) << e.status().message();
+  if (!e) return {};
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) feeds["in" + std::to_string(i)] = inputs[i];
+  auto out = (*e)->create_context()->run(feeds);
+  EXPECT_TRUE(out.has_value()) << out.status().message();
+  std::vector<Tensor> r;
+  if (out) for (auto& nt : *out) r.push_back(nt.tensor);
+  return r;
+}
+
+inline Tensor random_tensor(Shape shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  Tensor t(DType::kFloat32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = d(rng);
+  return t;
+}
+
+inline Attribute int_attr(int64_t v) { Attribute a; a.kind = Attribute::Kind::kInt; a.i = v; return a; }
+inline Attribute float_attr(float v) { Attribute a; a.kind = Attribute::Kind::kFloat; a.f = v; return a; }
+inline Attribute ints_attr(std::vector<int64_t> v) { Attribute a; a.kind = Attribute::Kind::kInts; a.ints = std::move(v); return a; }
+inline Attribute string_attr(std::string v) { Attribute a; a.kind = Attribute::Kind::kString; a.s = std::move(v); return a; }
+
+// Max |a - b| over float32 tensors of equal shape (infinity if the shapes differ).
+inline double max_abs_diff(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32) return 1e300;
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, double(std::fabs(a.data<float>()[i] - b.data<float>()[i])));
+  return m;
+}
+
+}  // namespace ingot::testing
