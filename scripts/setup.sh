@@ -9,7 +9,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev libicu-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-onnx
 )
 missing=()

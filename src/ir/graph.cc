@@ -69,6 +69,14 @@ ValueId Graph::intern(const std::string& value_name) {
   return id;
 }
 
+ValueId Graph::add_value(const std::string& hint, DType dtype) {
+  std::string name = hint;
+  for (int i = 1; by_name_.count(name); ++i) name = hint + "_" + std::to_string(i);
+  ValueId id = intern(name);
+  values[size_t(id)].dtype = dtype;
+  return id;
+}
+
 int64_t Model::opset(const std::string& d) const {
   auto it = opsets.find(d);
   return it == opsets.end() ? 0 : it->second;

@@ -101,6 +101,8 @@ class Graph {
   ValueId find(const std::string& value_name) const;  // kNoValue if absent
   // Returns the id of `value_name`, creating the value if needed.
   ValueId intern(const std::string& value_name);
+  // Creates a new value whose name starts with `hint` and is unique in the graph.
+  ValueId add_value(const std::string& hint, DType dtype = DType::kUndefined);
   const ValueInfo& value(ValueId id) const { return values[size_t(id)]; }
   ValueInfo& value(ValueId id) { return values[size_t(id)]; }
 

@@ -150,6 +150,11 @@ class Importer {
           a.graphs.push_back(std::move(g));
         }
         break;
+      case AP::TYPE_PROTO: case AP::TYPE_PROTOS:
+        // Only Optional takes type attributes; ingot does not run it, and the node is
+        // reported as unsupported with its name when the model is built.
+        a.kind = Attribute::Kind::kString;
+        break;
       case AP::SPARSE_TENSOR: case AP::SPARSE_TENSORS:
         return unsupported(where("node '" + node.name + "' (" + node.op_type + "): sparse tensor attribute '" +
                                  ap.name() + "' is not supported"));

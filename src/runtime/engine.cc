@@ -17,6 +17,14 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
   e->model_ = std::move(model);
   e->opts_ = opts;
   if (opts.threads > 0) set_num_threads(opts.threads);
+  if (opts.optimize) {
+    OptimizeOptions oo;
+    oo.disabled = opts.disabled_passes;
+    oo.bindings = opts.shape_bindings;
+    auto reports = optimize(e->model_, oo);
+    if (!reports) return reports.status().with_context(e->model_.path + ": ");
+    e->pass_reports_ = std::move(*reports);
+  }
   const Graph& g = e->model_.graph;
   for (ValueId id : g.inputs) {
     const ValueInfo& v = g.value(id);

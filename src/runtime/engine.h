@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "ingot/status.h"
 #include "ingot/tensor.h"
 #include "ir/graph.h"
+#include "passes/pass.h"
 #include "runtime/executor.h"
 
 namespace ingot {
@@ -17,6 +19,10 @@ namespace ingot {
 struct EngineOptions {
   std::string device = "cpu";
   int threads = 0;  // 0: all cores
+  bool optimize = true;                      // run the optimizer passes
+  std::set<std::string> disabled_passes;     // by name
+  // Input shapes to optimize for: opt first, then each profile's min and max.
+  std::vector<std::map<std::string, Shape>> shape_bindings;
 };
 
 // A named model input or output as users see it.
@@ -39,6 +45,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   static Expected<std::shared_ptr<Engine>> from_model(Model model, const EngineOptions& opts = {});
 
   const Model& model() const { return model_; }
+  // What the optimizer did (empty when it did not run).
+  const std::vector<PassReport>& pass_reports() const { return pass_reports_; }
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
   const IoInfo* find_input(const std::string& name) const;
@@ -55,6 +63,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Engine() = default;
   Model model_;
   EngineOptions opts_;
+  std::vector<PassReport> pass_reports_;
   std::vector<IoInfo> inputs_, outputs_;
   std::unique_ptr<GraphExecutor> executor_;
 };

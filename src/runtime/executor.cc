@@ -101,6 +101,12 @@ Status GraphExecutor::prepare(const std::map<std::string, int64_t>& opsets, cons
     auto k = create_kernel(backend, n, int(i), int(opset));
     if (!k) return k.status();
     kernels_[i] = std::move(*k);
+    std::vector<const Tensor*> consts;
+    for (ValueId v : n.inputs) {
+      auto c = v == kNoValue ? graph_.initializers.end() : graph_.initializers.find(v);
+      consts.push_back(c == graph_.initializers.end() ? nullptr : &c->second);
+    }
+    INGOT_RETURN_IF_ERROR(kernels_[i]->prepare(consts).with_context(describe_node(n, int(i)) + ": "));
     for (const auto& [name, a] : n.attrs.all()) {
       std::vector<const Graph*> gs;
       if (a.g) gs.push_back(a.g.get());

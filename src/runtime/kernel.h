@@ -120,6 +120,14 @@ class OpKernel {
   virtual ~OpKernel() = default;
   // Parse attributes; `opset` is the model's version of the node's domain.
   virtual Status init(const Node& node, int opset) { (void)node; (void)opset; return Status::ok(); }
+  // Called once after init(), before any run, with the contents of inputs that are constant
+  // (initializers; null for the others). Kernels pre-pack weights here (oneDNN's blocked
+  // layouts, bf16 copies) and at compute() use the packed form when the input's data pointer
+  // is the one they packed: constants keep their buffer for the engine's lifetime.
+  virtual Status prepare(const std::vector<const Tensor*>& constant_inputs) {
+    (void)constant_inputs;
+    return Status::ok();
+  }
   virtual Status infer(InferContext& ctx) const = 0;
   virtual Status compute(ComputeContext& ctx) const = 0;
   // False for inputs whose contents compute() never reads (Shape, Size): lets the executor

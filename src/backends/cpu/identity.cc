@@ -17,14 +17,21 @@ class IdentityKernel : public OpKernel {
   }
 };
 
-// Dropout at inference: output = input, optional mask = all true. A training_mode input that
-// is true at run time would need randomness, which an inference engine refuses.
+// Dropout at inference: output = input, optional mask = all true. training_mode=true with a
+// nonzero ratio would need random numbers, which an inference engine refuses; with ratio 0
+// it is the identity too.
 class DropoutKernel : public OpKernel {
  public:
   Status infer(InferContext& ctx) const override {
     if (!ctx.has_input(0)) return invalid_model("needs 1 input");
     if (const Tensor* tm = ctx.input_value(2); tm && tm->numel() && tm->scalar_as_int() != 0) {
-      return unsupported("training_mode=true needs random numbers; ingot runs Dropout in inference mode only");
+      const Tensor* ratio = ctx.input_value(1);
+      double r = ratio && ratio->numel() ? ratio->scalar_as_double() : 0.5;
+      if (r != 0.0) {
+        return unsupported("training_mode=true with ratio " + std::to_string(r) +
+                           " needs random numbers; ingot runs Dropout in inference mode only (re-export the "
+                           "model after model.eval())");
+      }
     }
     ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
     if (ctx.has_output(1)) ctx.set_output(1, DType::kBool, ctx.input_shape(0));

@@ -1,0 +1,83 @@
+// Optimizer passes. Each pass lives in its own file and registers itself by name with
+// INGOT_REGISTER_PASS; pipeline.cc fixes the order they run in (with the reason for each
+// ordering constraint) and lets users disable any of them by name.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ingot/status.h"
+#include "ir/graph.h"
+#include "runtime/executor.h"
+
+namespace ingot {
+
+// What a pass may ask about the model it rewrites.
+using ShapeBinding = std::map<std::string, Shape>;
+
+class PassContext {
+ public:
+  // `bindings`: the input shapes the engine must serve, opt first, then the other corners of
+  // every profile (min, max). Empty when no shapes are bound.
+  explicit PassContext(std::vector<ShapeBinding> bindings) : bindings_(std::move(bindings)) {}
+
+  const std::vector<ShapeBinding>& bindings() const { return bindings_; }
+  // The shapes the graph is optimized for (the first binding), possibly empty.
+  const ShapeBinding& shapes() const {
+    static const ShapeBinding kNone;
+    return bindings_.empty() ? kNone : bindings_[0];
+  }
+  // Dtype and shape of every value of the graph as it is now, for the bound shapes (with no
+  // shapes bound: for unknown dims set to 1 — good for structural questions such as head
+  // counts, not for sizes); null when inference fails. Value ids stay valid across rewrites, so a pass may keep using
+  // the result for values that still exist; values it creates have no entry.
+  const std::vector<ValueMeta>* metas(const Model& m);
+  // Called by the pipeline after every pass that changed the graph.
+  void invalidate() { cached_ = false; }
+
+ private:
+  std::vector<ShapeBinding> bindings_;
+  bool cached_ = false;
+  std::unique_ptr<std::vector<ValueMeta>> metas_;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  // Rewrites model.graph in place; returns how many rewrites it made.
+  virtual Expected<int> run(Model& model, PassContext& ctx) const = 0;
+};
+
+using PassFactory = std::function<std::unique_ptr<Pass>()>;
+bool register_pass(const std::string& name, PassFactory factory);
+const std::map<std::string, PassFactory>& registered_passes();
+
+struct OptimizeOptions {
+  std::set<std::string> disabled;          // pass names; INGOT_DISABLE_PASSES=a,b adds more
+  // Input shapes to serve: opt first, then each profile's min and max. Empty: none bound.
+  std::vector<ShapeBinding> bindings;
+};
+
+struct PassReport {
+  std::string name;
+  int rewrites = 0;
+  size_t nodes_before = 0, nodes_after = 0;
+  bool disabled = false;
+};
+
+// The pass names in the order they run.
+const std::vector<std::string>& pass_order();
+// Runs every enabled pass in order on model.graph.
+// Shape inference of `m` for one binding (declared static dims fill in unbound inputs).
+Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes);
+Expected<std::vector<PassReport>> optimize(Model& model, const OptimizeOptions& opts);
+
+}  // namespace ingot
+
+#define INGOT_REGISTER_PASS(name, PassClass)                                               \
+  static const bool INGOT_CONCAT(ingot_pass_, __COUNTER__) = ::ingot::register_pass( \
+      name, [] { return std::unique_ptr<::ingot::Pass>(new PassClass()); })

@@ -1,0 +1,134 @@
+// The optimizer's pass order. Each line says why a pass sits where it does.
+#include <cstdlib>
+#include <sstream>
+
+#include "passes/pass.h"
+
+namespace ingot {
+
+const std::vector<std::string>& pass_order() {
+  static const std::vector<std::string> order = {
+      // Identity/Dropout first: they hide producer-consumer links every matcher below needs.
+      "eliminate_identity",
+      // Folding turns Constant nodes and shape subgraphs into initializers, so patterns see
+      // constant weights, scales and reshape targets.
+      "fold_constants",
+      // Conv+BatchNorm folds weights before activation fusion looks at Conv outputs.
+      "fuse_conv_bn",
+      "fuse_conv_activation",
+      // GELU before linear fusion: MatMul+Add+Gelu becomes one op only once Gelu is one node.
+      "fuse_gelu",
+      // LayerNorm before attention: the attention matcher starts from normalized inputs.
+      "fuse_layer_norm",
+      // Attention before linear fusion: it consumes the Q/K/V MatMul+Add chains itself.
+      "fuse_attention",
+      "fuse_linear",
+      // Skip-LayerNorm after linear fusion: the residual Add it folds follows a fused linear.
+      "fuse_skip_layer_norm",
+      // Last: remove whatever the rewrites left unread.
+      "eliminate_dead_code",
+  };
+  return order;
+}
+
+static std::map<std::string, PassFactory>& pass_registry() {
+  static std::map<std::string, PassFactory> r;
+  return r;
+}
+
+bool register_pass(const std::string& name, PassFactory factory) {
+  pass_registry()[name] = std::move(factory);
+  return true;
+}
+
+const std::map<std::string, PassFactory>& registered_passes() { return pass_registry(); }
+
+Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes) {
+  std::vector<ValueMeta> inputs;
+  for (ValueId id : m.graph.inputs) {
+    const ValueInfo& v = m.graph.value(id);
+    ValueMeta vm;
+    vm.known = true;
+    vm.dtype = v.dtype;
+    auto it = shapes.find(v.name);
+    if (it != shapes.end()) {
+      vm.shape = it->second;
+    } else if (v.shape) {
+      for (const Dim& d : *v.shape) {
+        if (!d.known()) return invalid_argument("no shape bound for input '" + v.name + "' " + sym_shape_str(*v.shape));
+        vm.shape.push_back(d.value);
+      }
+    } else {
+      return invalid_argument("no shape bound for input '" + v.name + "'");
+    }
+    inputs.push_back(vm);
+  }
+  auto ex = GraphExecutor::create(m.graph, m.opsets);
+  if (!ex) return ex.status();
+  return (*ex)->infer(inputs);
+}
+
+// Unbound dims set to 1: enough to answer structural questions (head counts, hidden sizes).
+static ShapeBinding probe_binding(const Model& m) {
+  ShapeBinding b;
+  for (ValueId id : m.graph.inputs) {
+    const ValueInfo& v = m.graph.value(id);
+    Shape s;
+    if (v.shape)
+      for (const Dim& d : *v.shape) s.push_back(d.known() ? d.value : 1);
+    b[v.name] = s;
+  }
+  return b;
+}
+
+const std::vector<ValueMeta>* PassContext::metas(const Model& m) {
+  if (cached_) return metas_.get();
+  cached_ = true;
+  metas_.reset();
+  auto r = infer_with(m, bindings_.empty() ? probe_binding(m) : shapes());
+  if (r) metas_ = std::make_unique<std::vector<ValueMeta>>(std::move(*r));
+  return metas_.get();
+}
+
+Expected<std::vector<PassReport>> optimize(Model& model, const OptimizeOptions& opts) {
+  std::set<std::string> disabled = opts.disabled;
+  if (const char* env = std::getenv("INGOT_DISABLE_PASSES")) {
+    std::stringstream ss(env);
+    std::string name;
+    while (std::getline(ss, name, ',')) if (!name.empty()) disabled.insert(name);
+  }
+  for (const auto& name : disabled) {
+    bool known = false;
+    for (const auto& p : pass_order()) known |= p == name;
+    if (!known) {
+      std::string all;
+      for (const auto& p : pass_order()) all += (all.empty() ? "" : ", ") + p;
+      return invalid_argument("unknown pass '" + name + "' (passes: " + all + ")");
+    }
+  }
+  // Fused nodes live in ingot's own domain.
+  model.opsets["ingot"] = 1;
+  PassContext ctx(opts.bindings);
+  std::vector<PassReport> reports;
+  for (const auto& name : pass_order()) {
+    PassReport r;
+    r.name = name;
+    r.nodes_before = r.nodes_after = model.graph.nodes.size();
+    auto it = registered_passes().find(name);
+    if (disabled.count(name) || it == registered_passes().end()) {
+      r.disabled = true;
+      reports.push_back(r);
+      continue;
+    }
+    auto pass = it->second();
+    auto n = pass->run(model, ctx);
+    if (!n) return n.status().with_context("pass " + name + ": ");
+    r.rewrites = *n;
+    r.nodes_after = model.graph.nodes.size();
+    if (*n) ctx.invalidate();
+    reports.push_back(r);
+  }
+  return reports;
+}
+
+}  // namespace ingot

@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""Makes the tiny models and tensors of the CLI tests (tests/cli/models/).
+
+Run with Debian's python (python3-onnx, python3-numpy):  /usr/bin/python3 tests/cli/make_models.py
+The outputs are committed; rerun only to change them. Deterministic: same bytes every run.
+"""
+import io
+import os
+import zipfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "models")
+OPSET = [helper.make_opsetid("", 13)]
+
+
+def save(model, name):
+    model.producer_name = "ingot-tests"
+    model.producer_version = "1"
+    path = os.path.join(OUT, name)
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    return path
+
+
+def model(nodes, inputs, outputs, inits=(), opsets=OPSET, name="g"):
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=opsets, ir_version=8)
+
+
+def vi(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    rng = np.random.RandomState(0)
+
+    # identity.onnx: x float [batch, 4] -> Identity -> y
+    save(model([helper.make_node("Identity", ["x"], ["y"], name="id")],
+               [vi("x", F, ["batch", 4])], [vi("y", F, ["batch", 4])]), "identity.onnx")
+
+    # two_inputs.onnx: a, b float [batch, 4], each through its own Identity/Dropout; both share 'batch'
+    save(model([helper.make_node("Identity", ["a"], ["ya"], name="id_a"),
+                helper.make_node("Dropout", ["b"], ["yb"], name="drop_b")],
+               [vi("a", F, ["batch", 4]), vi("b", F, ["batch", 4])],
+               [vi("ya", F, ["batch", 4]), vi("yb", F, ["batch", 4])]), "two_inputs.onnx")
+
+    # unknown_op.onnx: an op no one implements, in the default domain
+    save(model([helper.make_node("Identity", ["x"], ["t"], name="id"),
+                helper.make_node("FrobnicateTensor", ["t"], ["y"], name="frob_1")],
+               [vi("x", F, ["batch", 4])], [vi("y", F, ["batch", 4])]), "unknown_op.onnx")
+
+    # unknown_domain.onnx: an op of a custom domain
+    save(model([helper.make_node("Identity", ["x"], ["y"], name="custom_1", domain="com.example.custom")],
+               [vi("x", F, ["batch", 4])], [vi("y", F, ["batch", 4])],
+               opsets=OPSET + [helper.make_opsetid("com.example.custom", 1)]), "unknown_domain.onnx")
+
+    # external_data.onnx: an initializer whose data lives in a file that is not there
+    w = numpy_helper.from_array(np.ones((4,), np.float32), "w")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "missing_weights.bin"), ("offset", "0"), ("length", "16")):
+        e = w.external_data.add()
+        e.key, e.value = k, v
+    save(model([helper.make_node("Identity", ["w"], ["y"], name="id")], [], [vi("y", F, [4])], inits=[w]),
+         "external_data.onnx")
+
+    # mlp.onnx: x [batch, 4] -> MatMul W[4,8] -> Add b -> Relu -> y [batch, 8]
+    W = numpy_helper.from_array(rng.randn(4, 8).astype(np.float32), "W")
+    B = numpy_helper.from_array(rng.randn(8).astype(np.float32), "B")
+    mlp = model([helper.make_node("MatMul", ["x", "W"], ["h"], name="matmul"),
+                 helper.make_node("Add", ["h", "B"], ["h2"], name="add"),
+                 helper.make_node("Relu", ["h2"], ["y"], name="relu")],
+                [vi("x", F, ["batch", 4])], [vi("y", F, ["batch", 8])], inits=[W, B])
+    mlp_path = save(mlp, "mlp.onnx")
+
+    # embed.onnx: input_ids int64 [batch, sequence] -> Cast -> Gather(E[10, 4]) -> y; plus a mask
+    E = numpy_helper.from_array(rng.randn(10, 4).astype(np.float32), "E")
+    save(model([helper.make_node("Cast", ["input_ids"], ["ids32"], to=TensorProto.INT32, name="cast"),
+                helper.make_node("Gather", ["E", "ids32"], ["y"], name="embed"),
+                helper.make_node("Identity", ["attention_mask"], ["mask_out"], name="id_mask")],
+               [vi("input_ids", I64, ["batch", "sequence"]), vi("attention_mask", I64, ["batch", "sequence"])],
+               [vi("y", F, ["batch", "sequence", 4]), vi("mask_out", I64, ["batch", "sequence"])], inits=[E]),
+         "embed.onnx")
+
+    # truncated.onnx: mlp.onnx cut in half
+    with open(mlp_path, "rb") as f:
+        data = f.read()
+    with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
+        f.write(data[: len(data) // 2])
+
+    # not_onnx.onnx: a text file with an .onnx name
+    with open(os.path.join(OUT, "not_onnx.onnx"), "w") as f:
+        f.write("This is a text file, not an ONNX model.\n")
+
+    # Tensors for the input-error cases.
+    np.save(os.path.join(OUT, "x_2x4.npy"), rng.rand(2, 4).astype(np.float32))
+    np.save(os.path.join(OUT, "x_3x4.npy"), rng.rand(3, 4).astype(np.float32))
+    np.save(os.path.join(OUT, "x_int64_2x4.npy"), np.arange(8, dtype=np.int64).reshape(2, 4))
+    np.save(os.path.join(OUT, "x_2x4x1.npy"), rng.rand(2, 4, 1).astype(np.float32))
+    # Like np.savez_compressed, with a fixed timestamp so the bytes do not change between runs.
+    with zipfile.ZipFile(os.path.join(OUT, "identity_in.npz"), "w") as z:
+        buf = io.BytesIO()
+        np.save(buf, rng.rand(3, 4).astype(np.float32))
+        info = zipfile.ZipInfo("x.npy", date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        z.writestr(info, buf.getvalue())
+
+
+if __name__ == "__main__":
+    main()

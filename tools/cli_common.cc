@@ -1,0 +1,99 @@
+#include "cli_common.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace ingot::cli {
+
+static std::string one_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') out += "; ";
+    else if (c != '\r') out += c;
+  }
+  return out;
+}
+
+int error(const std::string& message) {
+  std::cout.flush();
+  std::fprintf(stderr, "ingot: error: %s\n", one_line(message).c_str());
+  std::fflush(stderr);
+  return kExitError;
+}
+
+int error(const Status& st) { return error(st.message()); }
+
+int usage_error(const std::string& message) {
+  error(message);
+  return kExitUsage;
+}
+
+void note(const std::string& message) { std::cout << "note: " << one_line(message) << "\n"; }
+
+Expected<Shape> parse_dims(const std::string& dims) {
+  Shape s;
+  if (dims.empty() || dims == "scalar") return s;
+  size_t p = 0;
+  while (true) {
+    size_t x = dims.find_first_of("xX", p);
+    std::string tok = dims.substr(p, x == std::string::npos ? std::string::npos : x - p);
+    if (tok.empty()) return invalid_argument("empty dimension in '" + dims + "'");
+    int64_t v = 0;
+    for (char c : tok) {
+      if (c < '0' || c > '9') return invalid_argument("dimension '" + tok + "' in '" + dims + "' is not a non-negative integer");
+      if (v > (int64_t(1) << 40)) return invalid_argument("dimension '" + tok + "' in '" + dims + "' is too large");
+      v = v * 10 + (c - '0');
+    }
+    s.push_back(v);
+    if (x == std::string::npos) break;
+    p = x + 1;
+  }
+  return s;
+}
+
+Expected<std::map<std::string, Shape>> parse_shapes(const std::string& flag, const std::string& spec) {
+  std::map<std::string, Shape> out;
+  const std::string expect = " (expected " + flag + " name:1x128,other:1x128)";
+  size_t p = 0;
+  while (p <= spec.size()) {
+    size_t comma = spec.find(',', p);
+    std::string item = spec.substr(p, comma == std::string::npos ? std::string::npos : comma - p);
+    if (item.empty()) return invalid_argument(flag + ": empty entry in '" + spec + "'" + expect);
+    size_t colon = item.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return invalid_argument(flag + ": '" + item + "' has no 'name:' before its dimensions" + expect);
+    }
+    std::string name = item.substr(0, colon);
+    // Allow quoting as trtexec does: 'input ids':1x8.
+    if (name.size() >= 2 && (name.front() == '\'' || name.front() == '"') && name.back() == name.front()) {
+      name = name.substr(1, name.size() - 2);
+    }
+    auto dims = parse_dims(item.substr(colon + 1));
+    if (!dims) return invalid_argument(flag + ": input '" + name + "': " + dims.status().message() + expect);
+    if (out.count(name)) return invalid_argument(flag + ": input '" + name + "' is given twice");
+    out[name] = *dims;
+    if (comma == std::string::npos) break;
+    p = comma + 1;
+  }
+  return out;
+}
+
+Expected<std::pair<std::string, std::string>> parse_name_eq_file(const std::string& flag, const std::string& spec) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    return invalid_argument(flag + ": '" + spec + "' is not NAME=FILE (e.g. " + flag + " input_ids=ids.npy)");
+  }
+  return std::make_pair(spec.substr(0, eq), spec.substr(eq + 1));
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) { b /= 1024; ++u; }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace ingot::cli

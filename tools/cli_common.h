@@ -1,0 +1,58 @@
+// Shared pieces of the ingot CLI: the subcommand interface, error printing, shape flags.
+//
+// Adding a subcommand: write tools/<name>.cc defining
+//   ingot::cli::Command ingot::cli::setup_<name>(CLI::App& parent);
+// and add X(<name>) to INGOT_CLI_COMMANDS below. setup_<name> registers its options on a
+// subcommand of `parent` and returns a function run after parsing that returns the exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ingot/status.h"
+#include "ingot/tensor.h"
+
+// The subcommands, in the order `ingot --help` lists them.
+#define INGOT_CLI_COMMANDS(X) \
+  X(inspect)                  \
+  X(run)
+
+namespace ingot::cli {
+
+// Exit codes: 0 success, 1 error (bad model, bad input, unsupported), 2 bad usage.
+constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2;
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  // called when this subcommand was given; returns the exit code
+};
+
+#define INGOT_CLI_DECLARE(name) Command setup_##name(CLI::App& parent);
+INGOT_CLI_COMMANDS(INGOT_CLI_DECLARE)
+#undef INGOT_CLI_DECLARE
+
+// Prints "ingot: error: <message>" as one line on stderr (newlines in the message become
+// "; ") and returns kExitError (kExitUsage for usage_error).
+int error(const std::string& message);
+int error(const Status& st);
+int usage_error(const std::string& message);
+// One line "note: ..." on stdout: things the user may want to know but that are not errors.
+void note(const std::string& message);
+
+// "name:1x128,other:1x128" (trtexec's --shapes). Scalars: "name:" or "name:scalar".
+// Names may contain ':' (the last ':' separates the shape). Error: bad usage.
+Expected<std::map<std::string, Shape>> parse_shapes(const std::string& flag, const std::string& spec);
+// "1x128" -> {1, 128}.
+Expected<Shape> parse_dims(const std::string& dims);
+
+// "name=FILE" of --input.
+Expected<std::pair<std::string, std::string>> parse_name_eq_file(const std::string& flag, const std::string& spec);
+
+// Human-readable byte count: "1.5 MiB".
+std::string human_bytes(double bytes);
+
+}  // namespace ingot::cli
