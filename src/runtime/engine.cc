@@ -5,6 +5,11 @@
 
 namespace ingot {
 
+Expected<std::shared_ptr<Engine>> Engine::load(const std::string& path, const EngineOptions& opts) {
+  // Engine files (.ingot) arrive with the engine-file work; everything else is read as ONNX.
+  return from_onnx(path, opts);
+}
+
 Expected<std::shared_ptr<Engine>> Engine::from_onnx(const std::string& path, const EngineOptions& opts) {
   auto m = load_onnx(path);
   if (!m) return m.status();

@@ -41,6 +41,8 @@ class ExecutionContext;
 
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
+  // An ONNX model or an ingot engine file, told apart by content.
+  static Expected<std::shared_ptr<Engine>> load(const std::string& path, const EngineOptions& opts = {});
   static Expected<std::shared_ptr<Engine>> from_onnx(const std::string& path, const EngineOptions& opts = {});
   static Expected<std::shared_ptr<Engine>> from_model(Model model, const EngineOptions& opts = {});
 
