@@ -19,7 +19,10 @@
 // The subcommands, in the order `ingot --help` lists them.
 #define INGOT_CLI_COMMANDS(X) \
   X(inspect)                  \
-  X(run)
+  X(build)                    \
+  X(run)                      \
+  X(bench)                    \
+  X(compare)
 
 namespace ingot::cli {
 

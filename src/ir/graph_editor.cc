@@ -114,9 +114,50 @@ void GraphEditor::replace_uses(ValueId from, ValueId to) {
 }
 
 void GraphEditor::commit() {
+  // Keep live nodes in a topological order (stable: file order where dependencies allow), so
+  // the graph stays valid ONNX when written out; fused nodes were appended at the end.
+  size_t n = g_.nodes.size();
+  std::vector<int> indegree(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!alive_[i]) continue;
+    std::set<int> deps;
+    for (ValueId in : g_.nodes[i].inputs) {
+      int p = in == kNoValue ? -1 : producer(in);
+      if (p >= 0 && p != int(i) && alive_[size_t(p)]) deps.insert(p);
+    }
+    indegree[i] = int(deps.size());
+    for (int p : deps) users[size_t(p)].push_back(int(i));
+  }
+  // Subgraph captures order their readers after the captured values' producers too.
+  for (size_t v = 0; v < consumers_.size(); ++v) {
+    if (!subgraph_read_.count(ValueId(v))) continue;
+    int p = producer(ValueId(v));
+    if (p < 0 || !alive_[size_t(p)]) continue;
+    for (int c : consumers_[v]) {
+      bool direct = false;
+      for (ValueId in : g_.nodes[size_t(c)].inputs) direct |= in == ValueId(v);
+      if (!direct && c != p) {
+        users[size_t(p)].push_back(c);
+        ++indegree[size_t(c)];
+      }
+    }
+  }
+  std::set<int> ready;
+  for (size_t i = 0; i < n; ++i) if (alive_[i] && indegree[i] == 0) ready.insert(int(i));
   std::vector<Node> kept;
-  for (size_t i = 0; i < g_.nodes.size(); ++i)
-    if (alive_[i]) kept.push_back(std::move(g_.nodes[i]));
+  std::vector<bool> emitted(n, false);
+  while (!ready.empty()) {
+    int i = *ready.begin();
+    ready.erase(ready.begin());
+    emitted[size_t(i)] = true;
+    kept.push_back(std::move(g_.nodes[size_t(i)]));
+    for (int u : users[size_t(i)]) if (--indegree[size_t(u)] == 0) ready.insert(u);
+  }
+  // A cycle (which no pass should create) keeps the remaining nodes in file order; the
+  // executor reports it with the node's name.
+  for (size_t i = 0; i < n; ++i)
+    if (alive_[i] && !emitted[i]) kept.push_back(std::move(g_.nodes[i]));
   g_.nodes = std::move(kept);
   // Initializers still read by a node, a graph output or a subgraph capture survive.
   std::set<std::string> read;

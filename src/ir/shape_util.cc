@@ -41,7 +41,7 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
 }
 
 Expected<int> normalize_axis(int64_t axis, int rank, const std::string& what) {
-  if (axis < -rank || axis >= std::max(rank, 1)) {
+  if (axis < -rank || axis >= rank) {
     return invalid_argument(what + " " + std::to_string(axis) + " is out of range for rank " +
                             std::to_string(rank));
   }

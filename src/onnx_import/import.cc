@@ -39,7 +39,8 @@ bool parse_proto(const std::string& bytes, google::protobuf::MessageLite& msg) {
 
 class Importer {
  public:
-  Importer(std::string path) : path_(std::move(path)), dir_(fs::path(path_).parent_path().string()) {}
+  Importer(std::string path, const MappedWeights* mapped)
+      : path_(std::move(path)), dir_(fs::path(path_).parent_path().string()), mapped_(mapped) {}
 
   Status import_model(const onnx::ModelProto& mp, Model& m) {
     m.path = path_;
@@ -172,7 +173,7 @@ class Importer {
     std::set<std::string> init_names;
     for (const auto& tp : gp.initializer()) {
       if (tp.name().empty()) return invalid_model(where("graph '" + gp.name() + "' has an initializer without a name"));
-      auto t = tensor_from_proto(tp, dir_, path_);
+      auto t = tensor_from_proto(tp, dir_, path_, mapped_);
       if (!t) return t.status();
       ValueId id = g.intern(tp.name());
       g.value(id).dtype = t->dtype();
@@ -312,6 +313,7 @@ class Importer {
   }
 
   std::string path_, dir_;
+  const MappedWeights* mapped_ = nullptr;
   std::map<std::string, int64_t> opsets_;
   std::map<std::string, const onnx::FunctionProto*> functions_;
   int inline_counter_ = 0;
@@ -319,7 +321,7 @@ class Importer {
 
 }  // namespace
 
-Expected<Model> load_onnx_bytes(const std::string& bytes, const std::string& path) {
+Expected<Model> load_onnx_bytes(const std::string& bytes, const std::string& path, const MappedWeights* mapped) {
   onnx::ModelProto mp;
   if (bytes.empty()) return invalid_model(path + ": file is empty, expected an ONNX model");
   if (!parse_proto(bytes, mp)) {
@@ -329,7 +331,7 @@ Expected<Model> load_onnx_bytes(const std::string& bytes, const std::string& pat
     return invalid_model(path + ": not an ONNX model (no graph or IR version in the file)");
   }
   Model m;
-  Importer imp(path);
+  Importer imp(path, mapped);
   INGOT_RETURN_IF_ERROR(imp.import_model(mp, m));
   return m;
 }

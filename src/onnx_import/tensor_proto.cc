@@ -1,11 +1,13 @@
 #include "onnx_import/tensor_proto.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "ir/dispatch.h"
+#include "onnx_import/export.h"
 
 namespace ingot {
 namespace {
@@ -84,7 +86,7 @@ Status copy_field(const Field& field, Tensor& t, const std::string& desc) {
 }  // namespace
 
 Expected<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string& dir,
-                                   const std::string& model_path) {
+                                   const std::string& model_path, const MappedWeights* mapped) {
   DType dt = DType(tp.data_type());
   std::string desc = tensor_desc(tp, model_path);
   if (dt == DType::kString) return unsupported(desc + ": string tensors are not supported");
@@ -96,6 +98,24 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::strin
   for (int64_t d : tp.dims()) {
     if (d < 0) return invalid_model(desc + ": negative dimension " + std::to_string(d));
     shape.push_back(d);
+  }
+  if (mapped && tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    uint64_t offset = 0, length = 0;
+    bool in_weights = false;
+    for (const auto& kv : tp.external_data()) {
+      if (kv.key() == "location") in_weights = kv.value() == kEngineWeightsLocation;
+      else if (kv.key() == "offset") offset = std::strtoull(kv.value().c_str(), nullptr, 10);
+      else if (kv.key() == "length") length = std::strtoull(kv.value().c_str(), nullptr, 10);
+    }
+    if (in_weights) {
+      uint64_t need = uint64_t(shape_numel(shape)) * dtype_size(dt);
+      if (length != need || offset > mapped->size || need > mapped->size - offset) {
+        return invalid_model(desc + ": weights at offset " + std::to_string(offset) + " (" + std::to_string(length) +
+                             " bytes) lie outside the engine's weights section of " + std::to_string(mapped->size) +
+                             " bytes: the engine file is corrupt");
+      }
+      return Tensor::wrap(dt, shape, const_cast<std::byte*>(mapped->base + offset), mapped->owner);
+    }
   }
   Tensor t(dt, shape);
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {

@@ -1,6 +1,7 @@
 // onnx::TensorProto <-> ingot::Tensor, external data included.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "ingot/status.h"
@@ -9,9 +10,17 @@
 
 namespace ingot {
 
+// Weights already in memory (an engine file's mapped weights section): external data at the
+// engine-weights location is viewed in place, not copied.
+struct MappedWeights {
+  const std::byte* base = nullptr;
+  size_t size = 0;
+  std::shared_ptr<void> owner;  // keeps the mapping alive
+};
+
 // `dir` is where external data files are looked up; `model_path` is used in messages.
 Expected<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string& dir,
-                                   const std::string& model_path);
+                                   const std::string& model_path, const MappedWeights* mapped = nullptr);
 void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto& tp);
 
 }  // namespace ingot

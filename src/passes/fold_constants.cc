@@ -41,15 +41,8 @@ class FoldConstants : public Pass {
     std::vector<ShapeBinding> bindings = ctx.bindings();
     std::set<ValueId> excluded;
     if (bindings.empty()) {
-      // No shapes bound: infer with unknown dims set to 1, fold only input-independent values.
-      ShapeBinding ones;
-      for (ValueId id : g.inputs) {
-        Shape s;
-        if (g.value(id).shape)
-          for (const Dim& d : *g.value(id).shape) s.push_back(d.known() ? d.value : 1);
-        ones[g.value(id).name] = s;
-      }
-      bindings.push_back(ones);
+      // No shapes bound: probe with unknown dims set to 1, fold only input-independent values.
+      bindings.push_back(probe_binding(model));
       excluded = input_dependent(g);
     }
     bool probing = ctx.bindings().empty();

@@ -72,6 +72,9 @@ struct PassReport {
 // The pass names in the order they run.
 const std::vector<std::string>& pass_order();
 // Runs every enabled pass in order on model.graph.
+// Unbound dims set to 1: enough for structural questions (head counts, hidden sizes). Inputs of
+// unknown rank are left out.
+ShapeBinding probe_binding(const Model& m);
 // Shape inference of `m` for one binding (declared static dims fill in unbound inputs).
 Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes);
 Expected<std::vector<PassReport>> optimize(Model& model, const OptimizeOptions& opts);

@@ -63,19 +63,18 @@ Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& 
     }
     inputs.push_back(vm);
   }
-  auto ex = GraphExecutor::create(m.graph, m.opsets);
+  auto ex = GraphExecutor::create(m.graph, m.opsets, "cpu", /*prepare_constants=*/false);
   if (!ex) return ex.status();
   return (*ex)->infer(inputs);
 }
 
-// Unbound dims set to 1: enough to answer structural questions (head counts, hidden sizes).
-static ShapeBinding probe_binding(const Model& m) {
+ShapeBinding probe_binding(const Model& m) {
   ShapeBinding b;
   for (ValueId id : m.graph.inputs) {
     const ValueInfo& v = m.graph.value(id);
+    if (!v.shape) continue;  // rank unknown: no probe (inference then fails: nothing is folded)
     Shape s;
-    if (v.shape)
-      for (const Dim& d : *v.shape) s.push_back(d.known() ? d.value : 1);
+    for (const Dim& d : *v.shape) s.push_back(d.known() ? d.value : 1);
     b[v.name] = s;
   }
   return b;

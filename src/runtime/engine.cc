@@ -1,13 +1,106 @@
 #include "runtime/engine.h"
 
 #include "onnx_import/import.h"
+#include "plan/engine_file.h"
 #include "runtime/parallel.h"
 
 namespace ingot {
 
+namespace {
+
+// The instruction set an engine's kernels need: ingot is compiled for x86-64-v3; bf16 matrix
+// products want AVX-512 (oneDNN's bf16 paths).
+std::string required_isa(const std::string& precision) { return precision == "bf16" ? "avx512_core" : "x86-64-v3"; }
+
+bool cpu_has(const std::string& isa) {
+  __builtin_cpu_init();
+  if (isa == "x86-64-v3") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (isa == "avx512_core") return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return false;
+}
+
+nlohmann::json shape_map_json(const std::map<std::string, Shape>& m) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : m) j[k] = v;
+  return j;
+}
+
+Expected<std::vector<Profile>> profiles_from_json(const nlohmann::json& j) {
+  std::vector<Profile> out;
+  for (const auto& p : j) {
+    Profile prof;
+    for (const auto& [k, v] : p.at("min").items()) prof.min[k] = v.get<Shape>();
+    for (const auto& [k, v] : p.at("opt").items()) prof.opt[k] = v.get<Shape>();
+    for (const auto& [k, v] : p.at("max").items()) prof.max[k] = v.get<Shape>();
+    out.push_back(prof);
+  }
+  return out;
+}
+
+Status apply_precision(Model& m, const std::string& precision) {
+  if (precision == "fp32") return Status::ok();
+  if (precision == "fp16") {
+    return unsupported("precision fp16 is not available on the cpu device yet (use fp32 or bf16)");
+  }
+  if (precision != "bf16") return invalid_argument("unknown precision '" + precision + "' (expected fp32, fp16 or bf16)");
+  // Fused ops that know a `precision` attribute run their matrix products in bf16.
+  for (Node& n : m.graph.nodes) {
+    if (n.domain != "ingot") continue;
+    Attribute a;
+    a.kind = Attribute::Kind::kString;
+    a.s = precision;
+    n.attrs.set("precision", a);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<Engine>> Engine::load(const std::string& path, const EngineOptions& opts) {
-  // Engine files (.ingot) arrive with the engine-file work; everything else is read as ONNX.
-  return from_onnx(path, opts);
+  if (!is_engine_file(path)) return from_onnx(path, opts);
+  auto file = read_engine_file(path);
+  if (!file) return file.status();
+  const nlohmann::json& man = file->manifest;
+  EngineOptions eo = opts;
+  try {
+    std::string device = man.at("device").get<std::string>();
+    if (device != opts.device && opts.device != "cpu") {
+      return invalid_argument(path + ": engine was built for device '" + device + "', not '" + opts.device + "'");
+    }
+    if (device != "cpu") return unsupported(path + ": engine was built for device '" + device + "', which this ingot cannot run");
+    std::string isa = man.at("isa").get<std::string>();
+    if (!cpu_has(isa)) return unsupported(path + ": engine needs a CPU with " + isa + ", which this machine lacks: rebuild it here");
+    eo.device = device;
+    eo.precision = man.at("precision").get<std::string>();
+    auto profiles = profiles_from_json(man.at("profiles"));
+    if (!profiles) return profiles.status();
+    eo.profiles = std::move(*profiles);
+  } catch (const std::exception& ex) {
+    return invalid_model(path + ": engine manifest is missing fields: " + ex.what());
+  }
+  eo.optimize = false;  // the stored graph is already optimized (and precision applied)
+  file->model.path = path;
+  return from_model(std::move(file->model), eo);
+}
+
+Status Engine::save(const std::string& path) const {
+  nlohmann::json man;
+  man["format_version"] = kEngineFormatVersion;
+  man["ingot_version"] = INGOT_VERSION;
+  man["device"] = opts_.device;
+  man["isa"] = required_isa(opts_.precision);
+  man["precision"] = opts_.precision;
+  man["source_model"] = model_.path;
+  nlohmann::json profiles = nlohmann::json::array();
+  for (const Profile& p : opts_.profiles)
+    profiles.push_back({{"min", shape_map_json(p.min)}, {"opt", shape_map_json(p.opt)}, {"max", shape_map_json(p.max)}});
+  man["profiles"] = profiles;
+  nlohmann::json passes = nlohmann::json::array();
+  for (const PassReport& r : pass_reports_) passes.push_back({{"name", r.name}, {"rewrites", r.rewrites}});
+  man["passes"] = passes;
+  if (plan_) man["arena_bytes"] = plan_->arena_bytes;
+  man["weight_bytes"] = weight_bytes();
+  return write_engine_file(path, model_, man);
 }
 
 Expected<std::shared_ptr<Engine>> Engine::from_onnx(const std::string& path, const EngineOptions& opts) {
@@ -18,18 +111,29 @@ Expected<std::shared_ptr<Engine>> Engine::from_onnx(const std::string& path, con
 
 Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOptions& opts) {
   if (opts.device != "cpu") return invalid_argument("device '" + opts.device + "' is not available (expected cpu)");
+  if (!cpu_has(required_isa(opts.precision))) {
+    return unsupported("precision " + opts.precision + " needs a CPU with " + required_isa(opts.precision));
+  }
   std::shared_ptr<Engine> e(new Engine());
   e->model_ = std::move(model);
   e->opts_ = opts;
   if (opts.threads > 0) set_num_threads(opts.threads);
+  for (Profile& p : e->opts_.profiles) INGOT_RETURN_IF_ERROR(complete_profile(e->model_.path, e->model_.graph, p));
   if (opts.optimize) {
     OptimizeOptions oo;
     oo.disabled = opts.disabled_passes;
-    oo.bindings = opts.shape_bindings;
+    // Opt of the first profile first, then every corner the engine must stay correct for.
+    for (const Profile& p : e->opts_.profiles) oo.bindings.push_back(p.opt);
+    for (const Profile& p : e->opts_.profiles) {
+      oo.bindings.push_back(p.min);
+      oo.bindings.push_back(p.max);
+    }
+    for (const auto& b : opts.shape_bindings) oo.bindings.push_back(b);
     auto reports = optimize(e->model_, oo);
     if (!reports) return reports.status().with_context(e->model_.path + ": ");
     e->pass_reports_ = std::move(*reports);
   }
+  INGOT_RETURN_IF_ERROR(apply_precision(e->model_, opts.precision).with_context(e->model_.path + ": "));
   const Graph& g = e->model_.graph;
   for (ValueId id : g.inputs) {
     const ValueInfo& v = g.value(id);
@@ -51,7 +155,68 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
   auto ex = GraphExecutor::create(g, e->model_.opsets, opts.device);
   if (!ex) return ex.status().with_context(e->model_.path + ": ");
   e->executor_ = std::move(*ex);
+  INGOT_RETURN_IF_ERROR(e->make_memory_plan().with_context(e->model_.path + ": "));
   return e;
+}
+
+Status Engine::make_memory_plan() {
+  // The shapes to size for: every profile's max, or the declared shapes of a static model.
+  std::vector<std::map<std::string, Shape>> maxima;
+  for (const Profile& p : opts_.profiles) maxima.push_back(p.max);
+  if (maxima.empty()) {
+    std::map<std::string, Shape> declared;
+    for (const IoInfo& io : inputs_) {
+      if (!io.shape) return Status::ok();
+      Shape s;
+      for (const Dim& d : *io.shape) {
+        if (!d.known()) return Status::ok();  // dynamic and unbounded: no static plan
+        s.push_back(d.value);
+      }
+      declared[io.name] = s;
+    }
+    maxima.push_back(declared);
+  }
+  std::vector<int64_t> max_bytes(model_.graph.values.size(), 0);
+  for (const auto& shapes : maxima) {
+    auto metas = infer_shapes(shapes);
+    if (!metas) return metas.status();
+    for (size_t v = 0; v < metas->size(); ++v) {
+      const ValueMeta& m = (*metas)[v];
+      if (!m.known || m.dynamic) max_bytes[v] = -1;
+      else if (max_bytes[v] >= 0)
+        max_bytes[v] = std::max<int64_t>(max_bytes[v], shape_numel(m.shape) * int64_t(dtype_size(m.dtype)));
+    }
+  }
+  plan_ = plan_memory(executor_->plan_input(max_bytes));
+  return Status::ok();
+}
+
+int64_t Engine::weight_bytes() const {
+  int64_t n = 0;
+  for (const auto& [id, t] : model_.graph.initializers) n += int64_t(t.nbytes());
+  return n;
+}
+
+Status Engine::check_profiles(const std::map<std::string, Tensor>& inputs) const {
+  if (opts_.profiles.empty()) return Status::ok();
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, t] : inputs) shapes[name] = t.shape();
+  for (const Profile& p : opts_.profiles)
+    if (profile_contains(p, shapes)) return Status::ok();
+  // Name the first input that is outside the first profile.
+  const Profile& p = opts_.profiles[0];
+  for (const auto& [name, s] : shapes) {
+    Profile one;
+    one.min[name] = p.min.at(name);
+    one.max[name] = p.max.at(name);
+    if (!profile_contains(one, {{name, s}})) {
+      return invalid_argument(model_.path + ": input '" + name + "' has shape " + shape_str(s) +
+                              ", outside the engine's optimization profiles (" + describe_profiles(opts_.profiles) +
+                              "); rebuild with a wider --max-shapes");
+    }
+  }
+  return invalid_argument(model_.path + ": input shapes fit no single optimization profile (" +
+                          describe_profiles(opts_.profiles) + ")");
 }
 
 const IoInfo* Engine::find_input(const std::string& name) const {
@@ -128,12 +293,22 @@ Expected<std::vector<ValueMeta>> Engine::infer_shapes(const std::map<std::string
   return r;
 }
 
+ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
+  if (const MemoryPlan* plan = engine_->memory_plan(); plan && plan->arena_bytes > 0) {
+    size_t bytes = (size_t(plan->arena_bytes) + 63) / 64 * 64;
+    arena_.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
+    if (arena_) arena_bytes_ = plan->arena_bytes;
+  }
+}
+
 Expected<std::vector<NamedTensor>> ExecutionContext::run(const std::map<std::string, Tensor>& inputs) {
   const Engine& e = *engine_;
   INGOT_RETURN_IF_ERROR(e.validate_inputs(inputs));
+  INGOT_RETURN_IF_ERROR(e.check_profiles(inputs));
   std::vector<Tensor> ordered;
   for (const auto& io : e.inputs_) ordered.push_back(inputs.at(io.name));
-  auto outs = e.executor_->run(ordered, nullptr);
+  const MemoryPlan* plan = arena_ ? e.memory_plan() : nullptr;
+  auto outs = e.executor_->run(ordered, nullptr, plan, arena_.get());
   if (!outs) return outs.status().with_context(e.model_.path + ": ");
   std::vector<NamedTensor> named;
   for (size_t i = 0; i < outs->size(); ++i) named.push_back(NamedTensor{e.outputs_[i].name, std::move((*outs)[i])});

@@ -2,6 +2,7 @@
 // ExecutionContext: one per thread of execution; run() validates inputs and runs the graph.
 #pragma once
 
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <memory>
@@ -13,15 +14,20 @@
 #include "ir/graph.h"
 #include "passes/pass.h"
 #include "runtime/executor.h"
+#include "runtime/profile.h"
 
 namespace ingot {
 
 struct EngineOptions {
   std::string device = "cpu";
+  std::string precision = "fp32";  // fp32 | bf16 (matrix products in bfloat16, fp32 accumulation)
   int threads = 0;  // 0: all cores
   bool optimize = true;                      // run the optimizer passes
   std::set<std::string> disabled_passes;     // by name
-  // Input shapes to optimize for: opt first, then each profile's min and max.
+  // The shapes the engine serves. None: a model with static inputs serves exactly those; a
+  // model with dynamic inputs runs any shape, without a static memory plan.
+  std::vector<Profile> profiles;
+  // Extra input shapes the optimizer must keep the graph correct for (tests, tools).
   std::vector<std::map<std::string, Shape>> shape_bindings;
 };
 
@@ -45,10 +51,19 @@ class Engine : public std::enable_shared_from_this<Engine> {
   static Expected<std::shared_ptr<Engine>> load(const std::string& path, const EngineOptions& opts = {});
   static Expected<std::shared_ptr<Engine>> from_onnx(const std::string& path, const EngineOptions& opts = {});
   static Expected<std::shared_ptr<Engine>> from_model(Model model, const EngineOptions& opts = {});
+  // Writes an engine file (see src/plan/engine_file.h) that load() reads back.
+  Status save(const std::string& path) const;
+  const EngineOptions& options() const { return opts_; }
 
   const Model& model() const { return model_; }
   // What the optimizer did (empty when it did not run).
   const std::vector<PassReport>& pass_reports() const { return pass_reports_; }
+  const std::vector<Profile>& profiles() const { return opts_.profiles; }
+  // The static memory plan, or null when shapes are not bounded (dynamic, no profile).
+  const MemoryPlan* memory_plan() const { return plan_ ? &*plan_ : nullptr; }
+  int64_t weight_bytes() const;
+  // Refuses shapes outside every profile, naming the input, its shape and the ranges.
+  Status check_profiles(const std::map<std::string, Tensor>& inputs) const;
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
   const IoInfo* find_input(const std::string& name) const;
@@ -66,18 +81,25 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Model model_;
   EngineOptions opts_;
   std::vector<PassReport> pass_reports_;
+  std::optional<MemoryPlan> plan_;
+  Status make_memory_plan();
   std::vector<IoInfo> inputs_, outputs_;
   std::unique_ptr<GraphExecutor> executor_;
 };
 
+// Owns its activation arena (the engine's memory plan), so contexts run concurrently; the
+// arena is freed with the context. One context must not run on two threads at once.
 class ExecutionContext {
  public:
-  explicit ExecutionContext(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {}
+  explicit ExecutionContext(std::shared_ptr<const Engine> engine);
   // Runs the model; outputs in the model's output order.
   Expected<std::vector<NamedTensor>> run(const std::map<std::string, Tensor>& inputs);
+  int64_t arena_bytes() const { return arena_bytes_; }
 
  private:
   std::shared_ptr<const Engine> engine_;
+  std::unique_ptr<std::byte, void (*)(void*)> arena_{nullptr, std::free};
+  int64_t arena_bytes_ = 0;
 };
 
 }  // namespace ingot

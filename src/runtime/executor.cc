@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <cstring>
 #include <queue>
 #include <set>
 
@@ -27,13 +28,14 @@ Status check_output(const Node& node, int i, const OutputMeta& meta, const Tenso
 
 Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const Graph& graph,
                                                                 const std::map<std::string, int64_t>& opsets,
-                                                                const std::string& backend) {
+                                                                const std::string& backend, bool prepare_constants) {
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph));
-  INGOT_RETURN_IF_ERROR(ex->prepare(opsets, backend));
+  INGOT_RETURN_IF_ERROR(ex->prepare(opsets, backend, prepare_constants));
   return ex;
 }
 
-Status GraphExecutor::prepare(const std::map<std::string, int64_t>& opsets, const std::string& backend) {
+Status GraphExecutor::prepare(const std::map<std::string, int64_t>& opsets, const std::string& backend,
+                              bool prepare_constants) {
   const auto& nodes = graph_.nodes;
   // Topological order (Kahn), stable with respect to file order.
   std::vector<int> producer(graph_.values.size(), -1);
@@ -103,16 +105,18 @@ Status GraphExecutor::prepare(const std::map<std::string, int64_t>& opsets, cons
     kernels_[i] = std::move(*k);
     std::vector<const Tensor*> consts;
     for (ValueId v : n.inputs) {
+      if (!prepare_constants) break;
       auto c = v == kNoValue ? graph_.initializers.end() : graph_.initializers.find(v);
       consts.push_back(c == graph_.initializers.end() ? nullptr : &c->second);
     }
-    INGOT_RETURN_IF_ERROR(kernels_[i]->prepare(consts).with_context(describe_node(n, int(i)) + ": "));
+    if (prepare_constants)
+      INGOT_RETURN_IF_ERROR(kernels_[i]->prepare(consts).with_context(describe_node(n, int(i)) + ": "));
     for (const auto& [name, a] : n.attrs.all()) {
       std::vector<const Graph*> gs;
       if (a.g) gs.push_back(a.g.get());
       for (const auto& sg : a.graphs) gs.push_back(sg.get());
       for (const Graph* g : gs) {
-        auto sub = GraphExecutor::create(*g, opsets, backend);
+        auto sub = GraphExecutor::create(*g, opsets, backend, prepare_constants);
         if (!sub) return sub.status().with_context(describe_node(n, int(i)) + ", attribute '" + name + "': ");
         subgraphs_[g] = std::move(*sub);
       }
@@ -145,7 +149,20 @@ SubgraphRunner GraphExecutor::subgraph_runner(const std::vector<Tensor>& env, co
   };
 }
 
-Status GraphExecutor::run_node(size_t pos, std::vector<Tensor>& env, const OuterLookup& outer) const {
+PlanInput GraphExecutor::plan_input(const std::vector<int64_t>& max_bytes) const {
+  PlanInput in;
+  in.graph = &graph_;
+  in.order = order_;
+  in.max_bytes = max_bytes;
+  in.alias.resize(graph_.nodes.size());
+  for (size_t i = 0; i < graph_.nodes.size(); ++i)
+    for (size_t o = 0; o < graph_.nodes[i].outputs.size(); ++o)
+      in.alias[i].push_back(kernels_[i]->output_aliases_input(int(o)));
+  return in;
+}
+
+Status GraphExecutor::run_node(size_t pos, std::vector<Tensor>& env, const OuterLookup& outer,
+                               const MemoryPlan* plan, std::byte* arena) const {
   int idx = order_[pos];
   const Node& node = graph_.nodes[size_t(idx)];
   const OpKernel& k = *kernels_[size_t(idx)];
@@ -168,19 +185,42 @@ Status GraphExecutor::run_node(size_t pos, std::vector<Tensor>& env, const Outer
   InferContext ictx(node, std::move(metas), int(node.outputs.size()));
   std::string where = describe_node(node, idx) + ": ";
   INGOT_RETURN_IF_ERROR(k.infer(ictx).with_context(where));
-  ComputeContext cctx(node, std::move(ins), ictx.outputs(), subgraph_runner(env, outer));
+  std::vector<OutputSlot> slots(node.outputs.size());
+  if (plan) {
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      ValueId v = node.outputs[i];
+      if (v != kNoValue && plan->offset[size_t(v)] >= 0)
+        slots[i] = OutputSlot{arena + plan->offset[size_t(v)], size_t(plan->capacity[size_t(v)])};
+    }
+  }
+  ComputeContext cctx(node, std::move(ins), ictx.outputs(), subgraph_runner(env, outer), slots);
   INGOT_RETURN_IF_ERROR(k.compute(cctx).with_context(where));
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     ValueId v = node.outputs[i];
     if (v == kNoValue) continue;
     Tensor& t = cctx.outputs()[i];
     INGOT_RETURN_IF_ERROR(check_output(node, int(i), ictx.outputs()[i], t).with_context(where));
+    if (plan) {
+      // A view the planner did not know about may point into a slot that is reused later, and
+      // values outside the arena must never point into it: give those their own memory.
+      auto* p = static_cast<std::byte*>(t.raw());
+      bool in_arena = p >= arena && p < arena + plan->arena_bytes;
+      if (in_arena && p != slots[i].data) {
+        if (slots[i].data && t.nbytes() <= slots[i].capacity) {
+          std::memmove(slots[i].data, p, t.nbytes());
+          t = Tensor::wrap(t.dtype(), t.shape(), slots[i].data, nullptr);
+        } else {
+          t = t.clone();
+        }
+      }
+    }
     env[size_t(v)] = std::move(t);
   }
   return Status::ok();
 }
 
-Expected<std::vector<Tensor>> GraphExecutor::run(const std::vector<Tensor>& inputs, const OuterLookup& outer) const {
+Expected<std::vector<Tensor>> GraphExecutor::run(const std::vector<Tensor>& inputs, const OuterLookup& outer,
+                                                  const MemoryPlan* plan, std::byte* arena) const {
   std::vector<Tensor> env(graph_.values.size());
   for (const auto& [id, t] : graph_.initializers) env[size_t(id)] = t;
   if (inputs.size() < graph_.inputs.size()) {
@@ -194,7 +234,7 @@ Expected<std::vector<Tensor>> GraphExecutor::run(const std::vector<Tensor>& inpu
     env[size_t(c)] = *t;
   }
   for (size_t pos = 0; pos < order_.size(); ++pos) {
-    INGOT_RETURN_IF_ERROR(run_node(pos, env, outer));
+    INGOT_RETURN_IF_ERROR(run_node(pos, env, outer, plan, arena));
     for (ValueId v : frees_[pos]) env[size_t(v)] = Tensor();
   }
   std::vector<Tensor> outs;

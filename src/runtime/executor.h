@@ -12,6 +12,7 @@
 #include "ingot/status.h"
 #include "ingot/tensor.h"
 #include "ir/graph.h"
+#include "plan/memory_plan.h"
 #include "runtime/kernel.h"
 
 namespace ingot {
@@ -30,14 +31,24 @@ struct ValueMeta {
 
 class GraphExecutor {
  public:
+  // `prepare_constants`: hand constant inputs to kernels for weight pre-packing. Executors
+  // made only to infer shapes skip it: packing a BERT's weights costs hundreds of MB of copies.
   static Expected<std::unique_ptr<GraphExecutor>> create(const Graph& graph,
                                                           const std::map<std::string, int64_t>& opsets,
-                                                          const std::string& backend = "cpu");
+                                                          const std::string& backend = "cpu",
+                                                          bool prepare_constants = true);
 
   const Graph& graph() const { return graph_; }
 
-  // Runs with the graph's formal inputs in order. Thread-safe: kernels are immutable.
-  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const OuterLookup& outer) const;
+  // Runs with the graph's formal inputs in order. Thread-safe: kernels are immutable. With a
+  // plan, intermediate values live in `arena` (plan->arena_bytes, owned by the caller);
+  // outputs are always fresh heap tensors.
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const OuterLookup& outer,
+                                    const MemoryPlan* plan = nullptr, std::byte* arena = nullptr) const;
+
+  // What the memory planner needs: execution order, value sizes, view aliasing.
+  PlanInput plan_input(const std::vector<int64_t>& max_bytes) const;
+  const std::vector<int>& order() const { return order_; }
 
   // Shape inference for bound input shapes (dtype and shape per formal input; a value too,
   // where known). Returns one ValueMeta per ValueId. Small results are folded to constants.
@@ -45,8 +56,9 @@ class GraphExecutor {
 
  private:
   GraphExecutor(const Graph& g) : graph_(g) {}
-  Status prepare(const std::map<std::string, int64_t>& opsets, const std::string& backend);
-  Status run_node(size_t order_index, std::vector<Tensor>& env, const OuterLookup& outer) const;
+  Status prepare(const std::map<std::string, int64_t>& opsets, const std::string& backend, bool prepare_constants);
+  Status run_node(size_t order_index, std::vector<Tensor>& env, const OuterLookup& outer,
+                  const MemoryPlan* plan, std::byte* arena) const;
   SubgraphRunner subgraph_runner(const std::vector<Tensor>& env, const OuterLookup& outer) const;
 
   const Graph& graph_;

@@ -7,6 +7,7 @@
 // appear before any run. Kernels register next to their code with INGOT_REGISTER_KERNEL.
 #pragma once
 
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -72,12 +73,19 @@ class InferContext {
 using SubgraphRunner =
     std::function<Expected<std::vector<Tensor>>(const Graph& body, const std::vector<Tensor>& inputs)>;
 
+// Where an output lives: a slot of the context's activation arena (static memory plan), or
+// null for a fresh heap buffer.
+struct OutputSlot {
+  void* data = nullptr;
+  size_t capacity = 0;
+};
+
 class ComputeContext {
  public:
   ComputeContext(const Node& node, std::vector<const Tensor*> inputs, std::vector<OutputMeta> metas,
-                 SubgraphRunner run_subgraph)
+                 SubgraphRunner run_subgraph, std::vector<OutputSlot> slots = {})
       : node_(node), inputs_(std::move(inputs)), metas_(std::move(metas)),
-        outputs_(metas_.size()), run_subgraph_(std::move(run_subgraph)) {}
+        outputs_(metas_.size()), run_subgraph_(std::move(run_subgraph)), slots_(std::move(slots)) {}
 
   const Node& node() const { return node_; }
   int num_inputs() const { return int(inputs_.size()); }
@@ -86,15 +94,15 @@ class ComputeContext {
 
   int num_outputs() const { return int(outputs_.size()); }
   bool has_output(int i) const { return i < num_outputs() && node_.outputs[size_t(i)] != kNoValue; }
-  // The output buffer, allocated on first use with the shape infer() gave.
+  // The output buffer, allocated on first use with the shape infer() gave, zero-filled.
   Tensor& output(int i) {
     Tensor& t = outputs_[size_t(i)];
-    if (!t.defined()) t = Tensor(metas_[size_t(i)].dtype, metas_[size_t(i)].shape);
+    if (!t.defined()) t = make(i, metas_[size_t(i)].dtype, metas_[size_t(i)].shape);
     return t;
   }
   // For outputs infer() marked dynamic: allocate now that the shape is known.
   Tensor& allocate_output(int i, DType dtype, Shape shape) {
-    outputs_[size_t(i)] = Tensor(dtype, std::move(shape));
+    outputs_[size_t(i)] = make(i, dtype, std::move(shape));
     return outputs_[size_t(i)];
   }
   // Makes output i an existing tensor (a view of an input for Reshape/Identity/Squeeze).
@@ -108,11 +116,23 @@ class ComputeContext {
   std::vector<Tensor>& outputs() { return outputs_; }
 
  private:
+  Tensor make(int i, DType dtype, Shape shape) {
+    if (size_t(i) < slots_.size() && slots_[size_t(i)].data) {
+      size_t bytes = size_t(shape_numel(shape)) * dtype_size(dtype);
+      if (bytes <= slots_[size_t(i)].capacity) {
+        std::memset(slots_[size_t(i)].data, 0, bytes);
+        return Tensor::wrap(dtype, std::move(shape), slots_[size_t(i)].data, nullptr);
+      }
+    }
+    return Tensor(dtype, std::move(shape));
+  }
+
   const Node& node_;
   std::vector<const Tensor*> inputs_;
   std::vector<OutputMeta> metas_;
   std::vector<Tensor> outputs_;
   SubgraphRunner run_subgraph_;
+  std::vector<OutputSlot> slots_;
 };
 
 class OpKernel {
@@ -135,6 +155,9 @@ class OpKernel {
   virtual bool reads_input_data(int input) const { (void)input; return true; }
   // False for ops whose outputs are not a function of their inputs (random ops).
   virtual bool deterministic() const { return true; }
+  // The input whose buffer output `output` may share (Reshape-like ops that set_output a view),
+  // or -1. The memory planner gives both one buffer whose lifetime covers both values.
+  virtual int output_aliases_input(int output) const { (void)output; return -1; }
 };
 
 using KernelFactory = std::function<Expected<std::unique_ptr<OpKernel>>(const Node& node, int opset)>;

@@ -59,6 +59,34 @@ TEST_P(ModelFixture, MatchesPyTorchOnCpu) {
   }
 }
 
+// The same with an optimization profile pinned to the fixture's shapes: the static memory plan
+// places every intermediate in one arena.
+TEST_P(ModelFixture, MatchesPyTorchWithStaticMemoryPlan) {
+  const Fixture& f = GetParam();
+  fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / f.model;
+  auto inputs = read_npz((dir / "inputs.npz").string());
+  ASSERT_TRUE(inputs.has_value()) << inputs.status().message();
+  auto reference = read_npz((dir / "reference.npz").string());
+  ASSERT_TRUE(reference.has_value()) << reference.status().message();
+  EngineOptions eo;
+  Profile p;
+  for (const auto& [name, t] : *inputs) p.min[name] = p.opt[name] = p.max[name] = t.shape();
+  eo.profiles.push_back(p);
+  auto engine = Engine::load((dir / ("model." + f.exporter + ".onnx")).string(), eo);
+  ASSERT_TRUE(engine.has_value()) << engine.status().message();
+  ASSERT_NE((*engine)->memory_plan(), nullptr);
+  EXPECT_GT((*engine)->memory_plan()->arena_bytes, 0);
+  auto outs = (*engine)->create_context()->run(*inputs);
+  ASSERT_TRUE(outs.has_value()) << outs.status().message();
+  const Tensor& got = (*outs)[0].tensor;
+  const Tensor& want = reference->at("logits");
+  ASSERT_EQ(got.shape(), want.shape());
+  double max_err = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    max_err = std::max(max_err, std::fabs(got.scalar_as_double(i) - want.scalar_as_double(i)));
+  EXPECT_LE(max_err, 1e-4) << f.model << "/" << f.exporter;
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelFixture, ::testing::ValuesIn(fixtures()),
                          [](const ::testing::TestParamInfo<Fixture>& info) {
                            return info.param.model + "_" + info.param.exporter;

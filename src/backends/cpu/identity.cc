@@ -6,6 +6,7 @@ namespace {
 
 class IdentityKernel : public OpKernel {
  public:
+  int output_aliases_input(int output) const override { return output == 0 ? 0 : -1; }
   Status infer(InferContext& ctx) const override {
     if (!ctx.has_input(0)) return invalid_model("needs 1 input");
     ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
@@ -22,6 +23,7 @@ class IdentityKernel : public OpKernel {
 // it is the identity too.
 class DropoutKernel : public OpKernel {
  public:
+  int output_aliases_input(int output) const override { return output == 0 ? 0 : -1; }
   Status infer(InferContext& ctx) const override {
     if (!ctx.has_input(0)) return invalid_model("needs 1 input");
     if (const Tensor* tm = ctx.input_value(2); tm && tm->numel() && tm->scalar_as_int() != 0) {

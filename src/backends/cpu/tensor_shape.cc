@@ -52,6 +52,7 @@ Expected<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& spec
 
 class ReshapeKernel : public OpKernel {
  public:
+  int output_aliases_input(int output) const override { return output == 0 ? 0 : -1; }
   Status init(const Node& node, int opset) override {
     from_attr_ = opset < 5;
     attr_shape_ = node.attrs.get_ints("shape");
@@ -91,6 +92,7 @@ class ReshapeKernel : public OpKernel {
 // ---------------------------------------------------------------- Flatten
 class FlattenKernel : public OpKernel {
  public:
+  int output_aliases_input(int output) const override { return output == 0 ? 0 : -1; }
   Status init(const Node& node, int opset) override {
     axis_ = node.attrs.get_int("axis", 1);
     return Status::ok();
@@ -122,6 +124,7 @@ class FlattenKernel : public OpKernel {
 // ---------------------------------------------------------------- Squeeze / Unsqueeze
 class SqueezeKernel : public OpKernel {
  public:
+  int output_aliases_input(int output) const override { return output == 0 ? 0 : -1; }
   explicit SqueezeKernel(bool unsqueeze) : unsqueeze_(unsqueeze) {}
   Status init(const Node& node, int opset) override {
     from_attr_ = opset < 13;

@@ -1,0 +1,375 @@
+// ingot.Attention: one transformer self-attention block (the fuse_attention pass makes these).
+//
+// Contract (domain "ingot", version 1):
+//   inputs   0 X      [B, S, E]   float32/float16/bfloat16 (float64 goes through float32)
+//            1 W_qkv  [E, 3N]     Q, K and V projection weights side by side (Q | K | V)
+//            2 b_qkv  [3N]        optional (absent: no bias)
+//            3 mask   optional; broadcastable (numpy rules) to [B, num_heads, S, S]
+//                     mask_kind "add":  float, added to the scaled scores
+//                     mask_kind "bool": bool, true = attend; false adds mask_filter_value
+//            4 W_out  [N, M]      optional output projection (absent: the output is the context)
+//            5 b_out  [M]         optional
+//   attrs    num_heads (int, divides N), scale (float, multiplies Q·Kᵀ), causal (0/1: key j > query
+//            i is masked, without reading any tensor), mask_kind ("none" | "add" | "bool"),
+//            mask_filter_value (float, default -inf), nan_to_zero (0/1: probabilities that are NaN
+//            — a row whose every key is masked with -inf — become 0, the exporters'
+//            Where(IsNaN(p), 0, p))
+//   output   [B, S, M] (or [B, S, N] without W_out), X's dtype.
+//
+// Per head h: P = softmax(scale · Q_h K_hᵀ + mask), context_h = P V_h, heads concatenated along
+// the last axis, then context · W_out + b_out.
+//
+// Implementation: the QKV projection is one oneDNN matmul whose weights are reordered into
+// oneDNN's preferred layout once (prepare(), for constant weights); then every (batch, head,
+// block of 64 queries) is an independent task: K_h is packed transposed and V_h contiguous into
+// per-task scratch, scores/softmax/context run row-block by row-block in cache, and the context is
+// written straight into [B*S, N] (no transposed tensors are materialised). Keys that are masked
+// with -inf at the end of every row of a block (padding, causal) are never computed. The output
+// projection is a second pre-packed matmul.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <mutex>
+
+#include "backends/cpu/attention_util.h"
+#include "backends/cpu/dnnl_util.h"
+#include "ir/shape_util.h"
+#include "runtime/kernel.h"
+
+namespace ingot {
+namespace {
+
+using namespace dnnl_util;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5;
+
+// y[M, N] = x[M, K] · W[K, N] (+ b) on oneDNN, with W reordered once into the primitive's
+// preferred layout when it is a constant.
+class PackedLinear {
+ public:
+  // Keeps a float32 copy of constant weights/bias; `w` null: weights arrive at run time.
+  void set_constant(const Tensor* w, const Tensor* b) {
+    if (w) w_src_ = w->raw(), w_ = to_f32(*w).clone();
+    if (b) b_src_ = b->raw(), b_ = to_f32(*b).clone();
+  }
+
+  Status run(const float* x, int64_t M, int64_t K, int64_t N, const Tensor& W, const Tensor* B, float* y) const {
+    bool packed = w_.defined() && W.raw() == w_src_;
+    Tensor wf = packed ? w_ : to_f32(W);
+    Tensor bf;
+    if (B) bf = b_.defined() && B->raw() == b_src_ ? b_ : to_f32(*B);
+    std::string key = key_of({{M, K, N, packed, B != nullptr}});
+    auto p = prims_.get(key, [&] {
+      dnnl::memory::desc src({M, K}, dt::f32, tag::ab), dst({M, N}, dt::f32, tag::ab);
+      dnnl::memory::desc wd({K, N}, dt::f32, packed ? tag::any : tag::ab);
+      dnnl::memory::desc bd({1, N}, dt::f32, tag::ab);
+      auto d = B ? dnnl::matmul::desc(src, wd, bd, dst) : dnnl::matmul::desc(src, wd, dst);
+      auto r = std::make_shared<Prim>();
+      r->pd = dnnl::matmul::primitive_desc(d, user_scratchpad_attr(), cpu_engine());
+      r->prim = dnnl::matmul(r->pd);
+      return r;
+    });
+    auto& eng = cpu_engine();
+    dnnl::memory wm = packed ? packed_weights(p->pd.weights_desc())
+                             : dnnl::memory(p->pd.weights_desc(), eng, wf.raw());
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, dnnl::memory(p->pd.src_desc(), eng, const_cast<float*>(x))},
+        {DNNL_ARG_WEIGHTS, wm},
+        {DNNL_ARG_DST, dnnl::memory(p->pd.dst_desc(), eng, y)}};
+    if (B) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->pd.bias_desc(), eng, bf.raw()));
+    execute(p->prim, p->pd, std::move(args));
+    return Status::ok();
+  }
+
+ private:
+  struct Prim {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+  };
+
+  // The constant weights in layout `want`, reordered on first use and kept (one per layout).
+  dnnl::memory packed_weights(const dnnl::memory::desc& want) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& [d, m] : packed_)
+      if (d == want) return m;
+    auto& eng = cpu_engine();
+    dnnl::memory plain({{w_.dim(0), w_.dim(1)}, dt::f32, tag::ab}, eng, const_cast<void*>(w_.raw()));
+    dnnl::memory m(want, eng);
+    dnnl::stream s(eng);
+    dnnl::reorder(plain, m).execute(s, plain, m);
+    s.wait();
+    packed_.emplace_back(want, m);
+    return m;
+  }
+
+  const void* w_src_ = nullptr;
+  const void* b_src_ = nullptr;
+  Tensor w_, b_;
+  mutable Cache<Prim> prims_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;
+};
+
+std::unique_ptr<float[]> uninit(int64_t n) { return std::unique_ptr<float[]>(new float[size_t(std::max<int64_t>(n, 1))]); }
+
+class AttentionKernel : public OpKernel {
+ public:
+  Status init(const Node& node, int) override {
+    heads_ = node.attrs.get_int("num_heads", 0);
+    if (heads_ <= 0) return invalid_model("attribute num_heads must be positive, got " + std::to_string(heads_));
+    scale_ = node.attrs.get_float("scale", 1.f);
+    causal_ = node.attrs.get_int("causal", 0) != 0;
+    nan_to_zero_ = node.attrs.get_int("nan_to_zero", 0) != 0;
+    filter_ = node.attrs.get_float("mask_filter_value", -std::numeric_limits<float>::infinity());
+    std::string kind = node.attrs.get_string("mask_kind", "none");
+    if (kind == "none") mask_kind_ = MaskKind::kNone;
+    else if (kind == "add") mask_kind_ = MaskKind::kAdd;
+    else if (kind == "bool") mask_kind_ = MaskKind::kBool;
+    else return invalid_model("attribute mask_kind '" + kind + "' is not none, add or bool");
+    return Status::ok();
+  }
+
+  Status prepare(const std::vector<const Tensor*>& c) override {
+    auto at = [&](int i) { return i < int(c.size()) ? c[size_t(i)] : nullptr; };
+    return guard([&] {
+      qkv_.set_constant(at(kWqkv), at(kBqkv));
+      out_.set_constant(at(kWout), at(kBout));
+      return Status::ok();
+    });
+  }
+
+  Status infer(InferContext& ctx) const override {
+    if (!ctx.has_input(kX) || !ctx.has_input(kWqkv))
+      return invalid_model("needs inputs X and W_qkv (inputs 0 and 1)");
+    DType t = ctx.input_dtype(kX);
+    if (!dtype_is_float(t)) return unsupported("input 0 (X) has dtype " + dtype_name(t) + "; expected a float type");
+    const Shape& x = ctx.input_shape(kX);
+    if (x.size() != 3) return invalid_argument("input 0 (X) must be [batch, sequence, hidden], got " + shape_str(x));
+    INGOT_ASSIGN_OR_RETURN(Dims d, dims(x, ctx.input_shape(kWqkv), ctx.has_input(kWout) ? &ctx.input_shape(kWout) : nullptr));
+    for (int i : {kWqkv, kBqkv, kWout, kBout})
+      if (ctx.has_input(i) && ctx.input_dtype(i) != t)
+        return invalid_argument("input " + std::to_string(i) + " has dtype " + dtype_name(ctx.input_dtype(i)) +
+                                ", X has " + dtype_name(t));
+    if (ctx.has_input(kBqkv) && ctx.input_shape(kBqkv) != Shape{3 * d.N})
+      return invalid_argument("input 2 (b_qkv) has shape " + shape_str(ctx.input_shape(kBqkv)) + ", expected [" +
+                              std::to_string(3 * d.N) + "]");
+    if (ctx.has_input(kBout) && (!ctx.has_input(kWout) || ctx.input_shape(kBout) != Shape{d.M}))
+      return invalid_argument("input 5 (b_out) has shape " + shape_str(ctx.input_shape(kBout)) +
+                              (ctx.has_input(kWout) ? ", expected [" + std::to_string(d.M) + "]" : " but W_out is absent"));
+    if (mask_kind_ == MaskKind::kNone && ctx.has_input(kMask))
+      return invalid_model("input 3 (mask) is given but mask_kind is none");
+    if (mask_kind_ != MaskKind::kNone) {
+      if (!ctx.has_input(kMask)) return invalid_model("mask_kind is set but input 3 (mask) is absent");
+      DType mt = ctx.input_dtype(kMask);
+      if (mask_kind_ == MaskKind::kBool ? mt != DType::kBool : !dtype_is_float(mt))
+        return invalid_argument("input 3 (mask) has dtype " + dtype_name(mt) + "; mask_kind " +
+                                (mask_kind_ == MaskKind::kBool ? "bool needs bool" : "add needs a float type"));
+      INGOT_RETURN_IF_ERROR(mask_strides(ctx.input_shape(kMask), d).status());
+    }
+    ctx.set_output(0, t, {d.B, d.S, d.M});
+    return Status::ok();
+  }
+
+  Status compute(ComputeContext& ctx) const override {
+    return guard([&] { return do_compute(ctx); });
+  }
+
+ private:
+  enum class MaskKind { kNone, kAdd, kBool };
+  struct Dims {
+    int64_t B, S, E, N, H, D, M;
+  };
+  struct MaskStrides {
+    int64_t b = 0, h = 0, q = 0, k = 0;
+  };
+
+  Expected<Dims> dims(const Shape& x, const Shape& w, const Shape* wo) const {
+    Dims d{x[0], x[1], x[2], 0, heads_, 0, 0};
+    if (w.size() != 2 || w[0] != d.E || w[1] % 3)
+      return invalid_argument("input 1 (W_qkv) has shape " + shape_str(w) + "; expected [" + std::to_string(d.E) +
+                              ", 3*N] for X " + shape_str(x));
+    d.N = w[1] / 3;
+    if (d.N == 0 || d.N % heads_)
+      return invalid_argument("projection width " + std::to_string(d.N) + " (W_qkv " + shape_str(w) +
+                              ") is not a positive multiple of num_heads " + std::to_string(heads_));
+    d.D = d.N / heads_;
+    d.M = d.N;
+    if (wo) {
+      if (wo->size() != 2 || (*wo)[0] != d.N)
+        return invalid_argument("input 4 (W_out) has shape " + shape_str(*wo) + "; expected [" + std::to_string(d.N) +
+                                ", M]");
+      d.M = (*wo)[1];
+    }
+    return d;
+  }
+
+  // Element strides of a mask broadcast (numpy rules) to [B, H, S, S].
+  static Expected<MaskStrides> mask_strides(const Shape& m, const Dims& d) {
+    Shape target{d.B, d.H, d.S, d.S};
+    auto bad = [&] {
+      return invalid_argument("input 3 (mask) of shape " + shape_str(m) + " does not broadcast to [batch, heads, "
+                              "sequence, sequence] = " + shape_str(target));
+    };
+    if (m.size() > 4) return bad();
+    Shape m4(4 - m.size(), 1);
+    m4.insert(m4.end(), m.begin(), m.end());
+    int64_t st[4], acc = 1;
+    for (int i = 3; i >= 0; --i) {
+      if (m4[size_t(i)] != 1 && m4[size_t(i)] != target[size_t(i)]) return bad();
+      st[i] = m4[size_t(i)] == 1 ? 0 : acc;
+      acc *= m4[size_t(i)];
+    }
+    return MaskStrides{st[0], st[1], st[2], st[3]};
+  }
+
+  Status do_compute(ComputeContext& ctx) const {
+    const Tensor& X = ctx.input(kX);
+    const bool has_out = ctx.has_input(kWout);
+    INGOT_ASSIGN_OR_RETURN(Dims d, dims(X.shape(), ctx.input(kWqkv).shape(), has_out ? &ctx.input(kWout).shape() : nullptr));
+    Tensor& Y = ctx.output(0);
+    if (Y.numel() == 0) return Status::ok();
+    const int64_t rows = d.B * d.S;
+    Tensor xf = to_f32(X);
+    auto qkv = uninit(rows * 3 * d.N);
+    if (d.E == 0) {
+      std::fill(qkv.get(), qkv.get() + rows * 3 * d.N, 0.f);
+      if (ctx.has_input(kBqkv)) {
+        Tensor b = to_f32(ctx.input(kBqkv));
+        for (int64_t r = 0; r < rows; ++r) std::copy_n(b.data<float>(), 3 * d.N, qkv.get() + r * 3 * d.N);
+      }
+    } else {
+      INGOT_RETURN_IF_ERROR(qkv_.run(xf.data<float>(), rows, d.E, 3 * d.N, ctx.input(kWqkv),
+                                     ctx.has_input(kBqkv) ? &ctx.input(kBqkv) : nullptr, qkv.get()));
+    }
+
+    // The context lands in Y directly when nothing follows and Y is float32.
+    bool direct = !has_out && Y.dtype() == DType::kFloat32;
+    std::unique_ptr<float[]> ctx_buf;
+    float* context = direct ? Y.data<float>() : (ctx_buf = uninit(rows * d.N)).get();
+
+    Tensor mask;
+    MaskStrides ms;
+    if (mask_kind_ != MaskKind::kNone) {
+      INGOT_ASSIGN_OR_RETURN(ms, mask_strides(ctx.input(kMask).shape(), d));
+      mask = mask_kind_ == MaskKind::kAdd ? to_f32(ctx.input(kMask)) : ctx.input(kMask);
+    }
+    heads(d, qkv.get(), mask, ms, context);
+
+    if (has_out) {
+      bool f32 = Y.dtype() == DType::kFloat32;
+      Tensor yf = f32 ? Y : Tensor(DType::kFloat32, Y.shape());
+      if (d.N == 0) {
+        std::fill(yf.data<float>(), yf.data<float>() + yf.numel(), 0.f);
+        if (ctx.has_input(kBout)) {
+          Tensor b = to_f32(ctx.input(kBout));
+          for (int64_t r = 0; r < rows; ++r) std::copy_n(b.data<float>(), d.M, yf.data<float>() + r * d.M);
+        }
+      } else {
+        INGOT_RETURN_IF_ERROR(out_.run(context, rows, d.N, d.M, ctx.input(kWout),
+                                       ctx.has_input(kBout) ? &ctx.input(kBout) : nullptr, yf.data<float>()));
+      }
+      if (!f32) from_f32(yf, Y);
+    } else if (!direct) {
+      Tensor view = Tensor::wrap(DType::kFloat32, Y.shape(), context, nullptr);
+      from_f32(view, Y);
+    }
+    return Status::ok();
+  }
+
+  // The attention core: qkv [B*S, 3N] -> context [B*S, N].
+  void heads(const Dims& d, const float* qkv, const Tensor& mask, const MaskStrides& ms, float* context) const {
+    constexpr int64_t kBlock = 64;
+    const int64_t S = d.S, D = d.D, ld = 3 * d.N;
+    const int64_t qblocks = (S + kBlock - 1) / kBlock;
+    const float kNegInf = -std::numeric_limits<float>::infinity();
+    // Masked keys can be skipped only when masking means exactly "probability 0".
+    const bool skippable = mask_kind_ == MaskKind::kAdd || (mask_kind_ == MaskKind::kBool && filter_ == kNegInf);
+    const float* madd = mask_kind_ == MaskKind::kAdd ? mask.data<float>() : nullptr;
+    const bool* mbool = mask_kind_ == MaskKind::kBool ? mask.data<bool>() : nullptr;
+
+    parallel_for(d.B * d.H * qblocks, std::max<int64_t>(1, kBlock * S * D * 2), [&](int64_t begin, int64_t end) {
+      auto kt = uninit(D * S), v = uninit(S * D), sbuf = uninit(4 * S);
+      int64_t packed_bh = -1;
+      for (int64_t task = begin; task < end; ++task) {
+        int64_t bh = task / qblocks, qb = task % qblocks, b = bh / d.H, h = bh % d.H;
+        int64_t q0 = qb * kBlock, q1 = std::min(S, q0 + kBlock);
+        // Keys any query of this block can see.
+        int64_t nkeys = causal_ ? q1 : S;
+        std::vector<int64_t> limit(size_t(q1 - q0), nkeys);
+        for (int64_t i = q0; i < q1; ++i) {
+          int64_t& n = limit[size_t(i - q0)];
+          if (causal_) n = std::min(n, i + 1);
+          if (skippable) {
+            const int64_t base = b * ms.b + h * ms.h + i * ms.q;
+            while (n > 0 && (madd ? madd[base + (n - 1) * ms.k] == kNegInf : !mbool[base + (n - 1) * ms.k])) --n;
+          }
+        }
+        nkeys = *std::max_element(limit.begin(), limit.end());
+        if (bh != packed_bh) {  // K_h transposed to [D, S] and V_h to [S, D], once per head
+          const float* kp = qkv + b * S * ld + d.N + h * D;
+          const float* vp = kp + d.N;
+          for (int64_t j = 0; j < S; ++j) {
+            for (int64_t e = 0; e < D; ++e) kt[size_t(e * S + j)] = kp[j * ld + e];
+            std::copy_n(vp + j * ld, D, v.get() + j * D);
+          }
+          packed_bh = bh;
+        }
+        for (int64_t i0 = q0; i0 < q1; i0 += 4) {
+          int R = int(std::min<int64_t>(4, q1 - i0));
+          const float* q[4];
+          float* s[4];
+          float* o[4];
+          for (int r = 0; r < 4; ++r) {
+            int64_t i = i0 + std::min(r, R - 1);
+            q[r] = qkv + (b * S + i) * ld + h * D;
+            s[r] = sbuf.get() + r * S;
+            o[r] = context + (b * S + i) * d.N + h * D;
+          }
+          if (nkeys == 0) {  // every key masked for every row: softmax of all -inf
+            for (int r = 0; r < R; ++r)
+              std::fill(o[r], o[r] + D, nan_to_zero_ ? 0.f : std::numeric_limits<float>::quiet_NaN());
+            continue;
+          }
+          if (R == 4) attention_util::scores_rows<4>(q, kt.get(), S, D, nkeys, s);
+          else for (int r = 0; r < R; ++r) attention_util::scores_rows<1>(&q[r], kt.get(), S, D, nkeys, &s[r]);
+          for (int r = 0; r < R; ++r) {
+            int64_t i = i0 + r, n = limit[size_t(i - q0)];
+            float* sr = s[r];
+            const int64_t base = b * ms.b + h * ms.h + i * ms.q;
+            if (madd) {
+              for (int64_t j = 0; j < n; ++j) sr[j] = sr[j] * scale_ + madd[base + j * ms.k];
+            } else if (mbool) {
+              for (int64_t j = 0; j < n; ++j) sr[j] = sr[j] * scale_ + (mbool[base + j * ms.k] ? 0.f : filter_);
+            } else {
+#pragma omp simd
+              for (int64_t j = 0; j < n; ++j) sr[j] *= scale_;
+            }
+            if (n == 0 && nkeys > 0) {  // this row alone is fully masked
+              std::fill(sr, sr + nkeys, kNegInf);
+              n = nkeys;
+            }
+            std::fill(sr + n, sr + nkeys, kNegInf);
+            attention_util::softmax_row(sr, nkeys, nan_to_zero_);
+          }
+          if (R == 4) attention_util::context_rows<4>(s, v.get(), D, nkeys, o);
+          else for (int r = 0; r < R; ++r) attention_util::context_rows<1>(&s[r], v.get(), D, nkeys, &o[r]);
+        }
+      }
+    });
+  }
+
+  int64_t heads_ = 0;
+  float scale_ = 1.f, filter_ = 0.f;
+  bool causal_ = false, nan_to_zero_ = false;
+  MaskKind mask_kind_ = MaskKind::kNone;
+  PackedLinear qkv_, out_;
+};
+
+}  // namespace
+
+INGOT_REGISTER_KERNEL(cpu, "ingot", Attention, AttentionKernel);
+
+}  // namespace ingot

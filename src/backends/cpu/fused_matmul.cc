@@ -1,0 +1,191 @@
+// ingot.FusedMatMul (made by the fuse_linear pass): Y = act(A x W + bias) with A [..., K]
+// (batch dims folded into M), W [K, N], bias [N] optional, activation "" | "Relu" | "Gelu" |
+// "GeluTanh", precision "fp32" | "bf16". One oneDNN matmul with the bias as its bias argument
+// and the activation as an eltwise post-op, so the output is written once.
+//
+// Constant weights are reordered once, in prepare(), into the blocked layout oneDNN's brgemm
+// matmul prefers (format_tag::any): the per-call reorder of plain weights would otherwise cost
+// about as much as a small-M GEMM itself. The layout is queried for a representative M; for
+// f32/bf16 brgemm it does not depend on M, but a primitive for an M that wants another
+// layout gets its own packed copy rather than silently using a slower implementation.
+//
+// precision "bf16": weights packed as bf16, A converted to bf16 per call (one oneDNN
+// reorder), f32 accumulation and output; on CPUs with AMX this runs on the tile units.
+#include <cmath>
+
+#include "backends/cpu/fused_matmul_util.h"
+#include "ir/shape_util.h"
+#include "runtime/kernel.h"
+
+namespace ingot {
+namespace {
+
+using namespace dnnl_util;
+using namespace fused_matmul;
+
+// Rows of the primitive whose preferred weights layout the packed copy uses: a typical
+// B x S of transformer inference.
+constexpr int64_t kRepresentativeM = 128;
+
+struct Prim {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  dnnl::memory weights;          // packed weights for this primitive; empty on the plain path
+  dnnl::reorder src_to_bf16;     // bf16 only
+  dnnl::reorder::primitive_desc src_to_bf16_pd;
+};
+
+class FusedMatMulKernel : public OpKernel {
+ public:
+  Status init(const Node& node, int) override {
+    std::string a = node.attrs.get_string("activation", "");
+    if (!parse_activation(a, spec_.act))
+      return invalid_model("attribute 'activation' = '" + a + "' must be \"\", \"Relu\", \"Gelu\" or \"GeluTanh\"");
+    std::string p = node.attrs.get_string("precision", "fp32");
+    if (p != "fp32" && p != "bf16") return invalid_model("attribute 'precision' = '" + p + "' must be \"fp32\" or \"bf16\"");
+    spec_.bf16 = p == "bf16";
+    spec_.bias = node.inputs.size() > 2 && node.inputs[2] != kNoValue;
+    return Status::ok();
+  }
+
+  Status prepare(const std::vector<const Tensor*>& consts) override {
+    const Tensor* w = consts.size() > 1 ? consts[1] : nullptr;
+    if (!w || w->dtype() != DType::kFloat32 || w->rank() != 2 || w->numel() == 0) return Status::ok();
+    Spec s = spec_;
+    s.K = w->dim(0), s.N = w->dim(1);
+    // A packing failure is not fatal: compute() then uses the plain weights and reports
+    // whatever oneDNN says there.
+    Status st = guard([&] {
+      auto pd = make_pd(s, kRepresentativeM, tag::any);
+      packed_ = pack_weights(w->data<float>(), s.K, s.N, pd.weights_desc());
+      packed_from_ = w->raw();
+      packed_spec_ = s;
+      return Status::ok();
+    });
+    if (!st.ok()) packed_from_ = nullptr;
+    return Status::ok();
+  }
+
+  Status infer(InferContext& ctx) const override {
+    if (ctx.num_inputs() < 2 || ctx.num_inputs() > 3 || !ctx.has_input(0) || !ctx.has_input(1))
+      return invalid_model("needs 2 or 3 inputs (A, W, bias), got " + std::to_string(ctx.num_inputs()));
+    for (int i = 0; i < 3; ++i)
+      if (ctx.has_input(i) && ctx.input_dtype(i) != DType::kFloat32)
+        return unsupported("input " + std::to_string(i) + " has dtype " + dtype_name(ctx.input_dtype(i)) +
+                           "; FusedMatMul supports float32");
+    if (ctx.has_input(2) != spec_.bias) return internal_error("bias presence differs from the node's inputs");
+    const Shape& a = ctx.input_shape(0);
+    const Shape& w = ctx.input_shape(1);
+    if (a.empty()) return invalid_argument("input 0 (A) must have rank >= 1, got a scalar");
+    if (w.size() != 2) return invalid_argument("input 1 (W) must be 2-D, got shape " + shape_str(w));
+    if (a.back() != w[0])
+      return invalid_argument("A " + shape_str(a) + " has K=" + std::to_string(a.back()) + " but W " + shape_str(w) +
+                              " has K=" + std::to_string(w[0]));
+    if (spec_.bias && (ctx.input_shape(2).size() != 1 || ctx.input_shape(2)[0] != w[1]))
+      return invalid_argument("input 2 (bias) must have shape [" + std::to_string(w[1]) + "], got " +
+                              shape_str(ctx.input_shape(2)));
+    Shape out(a.begin(), a.end() - 1);
+    out.push_back(w[1]);
+    ctx.set_output(0, DType::kFloat32, out);
+    return Status::ok();
+  }
+
+  Status compute(ComputeContext& ctx) const override {
+    return guard([&] { return do_compute(ctx); });
+  }
+
+ private:
+  Status do_compute(ComputeContext& ctx) const {
+    const Tensor& A = ctx.input(0);
+    const Tensor& W = ctx.input(1);
+    Tensor& Y = ctx.output(0);
+    if (Y.numel() == 0) return Status::ok();
+    Spec s = spec_;
+    s.K = W.dim(0), s.N = W.dim(1);
+    int64_t M = Y.numel() / s.N;
+    const float* bias = s.bias ? ctx.input(2).data<float>() : nullptr;
+    if (s.K == 0) return fill_bias_only(Y.data<float>(), M, s.N, bias);
+
+    bool packed = packed_from_ != nullptr && W.raw() == packed_from_ && s.K == packed_spec_.K && s.N == packed_spec_.N;
+    std::string key = std::to_string(M);
+    key += packed ? 'p' : 'u';
+    auto p = cache_.get(key, [&] { return make_prim(s, M, packed, W); });
+
+    auto& eng = cpu_engine();
+    dnnl::stream st(eng);
+    std::unordered_map<int, dnnl::memory> args;
+    dnnl::memory src_f32({{M, s.K}, dt::f32, tag::ab}, eng, const_cast<void*>(A.raw()));
+    if (s.bf16) {  // convert A into a per-call bf16 buffer
+      dnnl::memory src(p->pd.src_desc(), eng);
+      p->src_to_bf16.execute(st, src_f32, src);
+      args.emplace(DNNL_ARG_SRC, src);
+    } else {
+      args.emplace(DNNL_ARG_SRC, src_f32);
+    }
+    if (packed) {
+      args.emplace(DNNL_ARG_WEIGHTS, p->weights);
+    } else if (s.bf16) {  // weights that change per call: convert them per call
+      args.emplace(DNNL_ARG_WEIGHTS, pack_weights(W.data<float>(), s.K, s.N, p->pd.weights_desc()));
+    } else {
+      args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(p->pd.weights_desc(), eng, const_cast<void*>(W.raw())));
+    }
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, s.N}, dt::f32, tag::ab}, eng, const_cast<float*>(bias)));
+    args.emplace(DNNL_ARG_DST, dnnl::memory(p->pd.dst_desc(), eng, Y.raw()));
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p->pd.scratchpad_desc(), eng));
+    p->prim.execute(st, args);
+    st.wait();
+    return Status::ok();
+  }
+
+  // Builds the primitive for M rows. On the packed path it uses the packed layout when this
+  // M prefers the same one, else packs a copy of its own (W is the constant that was packed).
+  std::shared_ptr<Prim> make_prim(const Spec& s, int64_t M, bool packed, const Tensor& W) const {
+    auto p = std::make_shared<Prim>();
+    if (packed) {
+      p->pd = make_pd(s, M, tag::any);
+      p->weights = p->pd.weights_desc() == packed_.get_desc()
+                       ? packed_
+                       : pack_weights(W.data<float>(), s.K, s.N, p->pd.weights_desc());
+    } else {
+      p->pd = make_pd(s, M, tag::ab);
+    }
+    p->prim = dnnl::matmul(p->pd);
+    if (s.bf16) {
+      auto& eng = cpu_engine();
+      p->src_to_bf16_pd = dnnl::reorder::primitive_desc(eng, dnnl::memory::desc({M, s.K}, dt::f32, tag::ab), eng,
+                                                        p->pd.src_desc());
+      p->src_to_bf16 = dnnl::reorder(p->src_to_bf16_pd);
+    }
+    return p;
+  }
+
+  // K = 0: the product is empty, so Y = act(bias) (or act(0)).
+  Status fill_bias_only(float* y, int64_t M, int64_t N, const float* bias) const {
+    for (int64_t j = 0; j < N; ++j) {
+      float x = bias ? bias[j] : 0.f;
+      switch (spec_.act) {
+        case Activation::kNone: break;
+        case Activation::kRelu: x = x > 0 ? x : 0.f; break;
+        case Activation::kGelu: x = 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f)); break;
+        case Activation::kGeluTanh:
+          x = 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+          break;
+      }
+      for (int64_t i = 0; i < M; ++i) y[i * N + j] = x;
+    }
+    return Status::ok();
+  }
+
+  Spec spec_;
+  // Set once in prepare(), read-only afterwards.
+  dnnl::memory packed_;
+  const void* packed_from_ = nullptr;  // the constant W's buffer that packed_ was made from
+  Spec packed_spec_;
+  mutable Cache<Prim> cache_;  // by M and packed/plain path; mutex-protected
+};
+
+}  // namespace
+
+INGOT_REGISTER_KERNEL(cpu, "ingot", FusedMatMul, FusedMatMulKernel);
+
+}  // namespace ingot

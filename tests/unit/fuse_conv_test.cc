@@ -1,0 +1,418 @@
+// fuse_conv_bn, fuse_conv_activation and the ingot.FusedConv kernel: each rewrite happens when
+// it should, not when a condition fails, and the optimized engine matches the unoptimized one.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../ops/op_test_util.h"
+#include "runtime/engine.h"
+
+namespace ingot {
+namespace {
+
+using testing::float_attr;
+using testing::int_attr;
+using testing::ints_attr;
+using testing::max_abs_diff;
+using testing::random_tensor;
+using testing::string_attr;
+
+// Builds small graphs node by node.
+struct Builder {
+  Model m;
+  Builder() {
+    m.path = "test:fuse_conv";
+    m.ir_version = 8;
+    m.opsets[""] = 17;
+  }
+  Graph& g() { return m.graph; }
+  ValueId input(const std::string& name, Shape s, DType t = DType::kFloat32) {
+    ValueId id = g().intern(name);
+    g().value(id).dtype = t;
+    SymShape ss;
+    for (int64_t d : s) ss.push_back(Dim{d, {}});
+    g().value(id).shape = ss;
+    g().inputs.push_back(id);
+    return id;
+  }
+  ValueId init(const std::string& name, Tensor t) {
+    ValueId id = g().intern(name);
+    g().value(id).dtype = t.dtype();
+    g().initializers[id] = std::move(t);
+    return id;
+  }
+  ValueId node(const std::string& op, std::vector<ValueId> in, Attributes a = {}) {
+    Node n;
+    n.op_type = op;
+    n.name = op + std::to_string(g().nodes.size());
+    n.inputs = std::move(in);
+    n.attrs = std::move(a);
+    ValueId out = g().intern(n.name + "_out");
+    n.outputs = {out};
+    g().nodes.push_back(std::move(n));
+    return out;
+  }
+  void output(ValueId v) { g().outputs.push_back(v); }
+};
+
+Attributes conv_attrs(int64_t group = 1, int64_t stride = 1, int64_t pad = 1) {
+  Attributes a;
+  a.set("group", int_attr(group));
+  a.set("strides", ints_attr({stride, stride}));
+  a.set("pads", ints_attr({pad, pad, pad, pad}));
+  return a;
+}
+
+// BatchNormalization's four parameters as initializers, with a positive variance.
+std::vector<ValueId> bn_params(Builder& b, int64_t c, uint32_t seed) {
+  return {b.init("bn_s", random_tensor({c}, seed, 0.5f, 1.5f)), b.init("bn_b", random_tensor({c}, seed + 1)),
+          b.init("bn_m", random_tensor({c}, seed + 2)), b.init("bn_v", random_tensor({c}, seed + 3, 0.2f, 2.f))};
+}
+
+struct Compared {
+  std::map<std::string, int> ops;  // "domain.Op" counts of the optimized graph
+  double diff = 1e300;
+  std::shared_ptr<Engine> opt;
+};
+
+// Runs the model optimized and not on the same feeds; returns the optimized graph's op counts
+// and the max abs difference over all outputs.
+Compared compare(const Model& m, const std::map<std::string, Tensor>& feeds) {
+  Compared r;
+  EngineOptions plain;
+  plain.optimize = false;
+  auto e0 = Engine::from_model(m, plain);
+  auto e1 = Engine::from_model(m);
+  EXPECT_TRUE(e0.has_value()) << e0.status().message();
+  EXPECT_TRUE(e1.has_value()) << e1.status().message();
+  if (!e0 || !e1) return r;
+  r.opt = *e1;
+  for (const Node& n : (*e1)->model().graph.nodes) r.ops[(n.domain.empty() ? "" : n.domain + ".") + n.op_type]++;
+  auto o0 = (*e0)->create_context()->run(feeds);
+  auto o1 = (*e1)->create_context()->run(feeds);
+  EXPECT_TRUE(o0.has_value()) << o0.status().message();
+  EXPECT_TRUE(o1.has_value()) << o1.status().message();
+  if (!o0 || !o1) return r;
+  r.diff = 0;
+  for (size_t i = 0; i < o0->size(); ++i) {
+    EXPECT_EQ((*o0)[i].name, (*o1)[i].name);
+    r.diff = std::max(r.diff, max_abs_diff((*o0)[i].tensor, (*o1)[i].tensor));
+  }
+  return r;
+}
+
+const Node* find_op(const Engine& e, const std::string& op) {
+  for (const Node& n : e.model().graph.nodes)
+    if (n.op_type == op) return &n;
+  return nullptr;
+}
+
+TEST(FuseConvBn, FoldsIntoConvWithBiasAndRelu) {
+  Builder b;
+  ValueId x = b.input("x", {2, 4, 7, 7});
+  ValueId w = b.init("w", random_tensor({6, 4, 3, 3}, 1));
+  ValueId bias = b.init("b", random_tensor({6}, 2));
+  ValueId c = b.node("Conv", {x, w, bias}, conv_attrs());
+  auto p = bn_params(b, 6, 3);
+  Attributes eps;
+  eps.set("epsilon", float_attr(1e-3f));
+  ValueId y = b.node("BatchNormalization", {c, p[0], p[1], p[2], p[3]}, eps);
+  b.output(b.node("Relu", {y}));
+  auto r = compare(b.m, {{"x", random_tensor({2, 4, 7, 7}, 9)}});
+  EXPECT_EQ(r.ops["BatchNormalization"], 0);
+  EXPECT_EQ(r.ops["Relu"], 0);
+  EXPECT_EQ(r.ops["ingot.FusedConv"], 1);
+  EXPECT_LE(r.diff, 1e-4);
+}
+
+TEST(FuseConvBn, FoldsWithoutConvBiasAndKeepsSharedWeights) {
+  // Two convs read the same W; only one feeds a BN. The other must still see the original W.
+  Builder b;
+  ValueId x = b.input("x", {1, 3, 5, 5});
+  ValueId w = b.init("w", random_tensor({4, 3, 3, 3}, 4));
+  ValueId c1 = b.node("Conv", {x, w}, conv_attrs());
+  ValueId c2 = b.node("Conv", {x, w}, conv_attrs());
+  auto p = bn_params(b, 4, 5);
+  b.output(b.node("BatchNormalization", {c1, p[0], p[1], p[2], p[3]}));
+  b.output(c2);
+  auto r = compare(b.m, {{"x", random_tensor({1, 3, 5, 5}, 6)}});
+  EXPECT_EQ(r.ops["BatchNormalization"], 0);
+  EXPECT_EQ(r.ops["ingot.FusedConv"], 2);
+  EXPECT_LE(r.diff, 1e-4);
+}
+
+TEST(FuseConvBn, KeepsBnWhenConvOutputHasSecondConsumer) {
+  Builder b;
+  ValueId x = b.input("x", {1, 3, 5, 5});
+  ValueId c = b.node("Conv", {x, b.init("w", random_tensor({4, 3, 3, 3}, 7))}, conv_attrs());
+  auto p = bn_params(b, 4, 8);
+  b.output(b.node("BatchNormalization", {c, p[0], p[1], p[2], p[3]}));
+  b.output(b.node("Sigmoid", {c}));
+  auto r = compare(b.m, {{"x", random_tensor({1, 3, 5, 5}, 9)}});
+  EXPECT_EQ(r.ops["BatchNormalization"], 1);
+  EXPECT_LE(r.diff, 1e-5);
+}
+
+TEST(FuseConvBn, KeepsBnWithNonConstantParams) {
+  Builder b;
+  ValueId x = b.input("x", {1, 3, 5, 5});
+  ValueId scale = b.input("scale", {4});
+  ValueId c = b.node("Conv", {x, b.init("w", random_tensor({4, 3, 3, 3}, 10))}, conv_attrs());
+  auto p = bn_params(b, 4, 11);
+  b.output(b.node("BatchNormalization", {c, scale, p[1], p[2], p[3]}));
+  auto r = compare(b.m, {{"x", random_tensor({1, 3, 5, 5}, 12)}, {"scale", random_tensor({4}, 13)}});
+  EXPECT_EQ(r.ops["BatchNormalization"], 1);
+  EXPECT_LE(r.diff, 1e-5);
+}
+
+TEST(FuseConvBn, FoldsIntoGroupedConvTranspose) {
+  Builder b;
+  ValueId x = b.input("x", {1, 4, 5, 5});
+  Attributes a;
+  a.set("group", int_attr(2));
+  a.set("strides", ints_attr({2, 2}));
+  // W: [C_in=4, M/g=3, 3, 3] -> 6 output channels.
+  ValueId c = b.node("ConvTranspose", {x, b.init("w", random_tensor({4, 3, 3, 3}, 14)), b.init("b", random_tensor({6}, 15))}, a);
+  auto p = bn_params(b, 6, 16);
+  b.output(b.node("BatchNormalization", {c, p[0], p[1], p[2], p[3]}));
+  auto r = compare(b.m, {{"x", random_tensor({1, 4, 5, 5}, 17)}});
+  EXPECT_EQ(r.ops["BatchNormalization"], 0);
+  EXPECT_EQ(r.ops["ConvTranspose"], 1);
+  EXPECT_LE(r.diff, 1e-4);
+}
+
+TEST(FuseConvActivation, ResidualAddAndRelu) {
+  Builder b;
+  ValueId x = b.input("x", {2, 8, 6, 6});
+  ValueId z = b.input("z", {2, 8, 6, 6});
+  ValueId c = b.node("Conv", {x, b.init("w", random_tensor({8, 8, 3, 3}, 20)), b.init("b", random_tensor({8}, 21))},
+                     conv_attrs());
+  b.output(b.node("Relu", {b.node("Add", {z, c})}));
+  auto r = compare(b.m, {{"x", random_tensor({2, 8, 6, 6}, 22)}, {"z", random_tensor({2, 8, 6, 6}, 23)}});
+  EXPECT_EQ(r.ops.size(), 1u);
+  EXPECT_EQ(r.ops["ingot.FusedConv"], 1);
+  const Node* f = find_op(*r.opt, "FusedConv");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->inputs.size(), 4u);
+  EXPECT_EQ(f->attrs.get_string("activation", "?"), "Relu");
+  EXPECT_LE(r.diff, 1e-5);
+}
+
+TEST(FuseConvActivation, EveryActivation) {
+  struct Case {
+    std::string op;
+    Attributes attrs;
+    bool clip_inputs = false;
+  };
+  std::vector<Case> cases(6);
+  cases[0].op = "Relu";
+  cases[1].op = "Sigmoid";
+  cases[2].op = "HardSwish";
+  cases[3].op = "LeakyRelu";
+  cases[3].attrs.set("alpha", float_attr(0.3f));
+  cases[4].op = "HardSigmoid";
+  cases[4].attrs.set("alpha", float_attr(0.25f));
+  cases[4].attrs.set("beta", float_attr(0.4f));
+  cases[5].op = "Clip";
+  cases[5].clip_inputs = true;
+  for (const auto& cs : cases) {
+    SCOPED_TRACE(cs.op);
+    Builder b;
+    ValueId x = b.input("x", {1, 3, 9, 9});
+    ValueId c = b.node("Conv", {x, b.init("w", random_tensor({5, 3, 3, 3}, 30))}, conv_attrs(1, 2, 1));
+    std::vector<ValueId> in = {c};
+    if (cs.clip_inputs) {
+      Tensor lo(DType::kFloat32, {}), hi(DType::kFloat32, {});
+      lo.data<float>()[0] = -0.2f;
+      hi.data<float>()[0] = 0.6f;
+      in.push_back(b.init("lo", lo));
+      in.push_back(b.init("hi", hi));
+    }
+    b.output(b.node(cs.op, in, cs.attrs));
+    auto r = compare(b.m, {{"x", random_tensor({1, 3, 9, 9}, 31, -3.f, 3.f)}});
+    EXPECT_EQ(r.ops.size(), 1u);
+    EXPECT_EQ(r.ops["ingot.FusedConv"], 1);
+    EXPECT_LE(r.diff, 1e-5);
+  }
+}
+
+TEST(FuseConvActivation, ClipWithNonConstantBoundStays) {
+  Builder b;
+  ValueId x = b.input("x", {1, 3, 6, 6});
+  ValueId lo = b.input("lo", {});
+  ValueId c = b.node("Conv", {x, b.init("w", random_tensor({4, 3, 3, 3}, 40))}, conv_attrs());
+  b.output(b.node("Clip", {c, lo}));
+  Tensor lov(DType::kFloat32, {});
+  lov.data<float>()[0] = 0.1f;
+  auto r = compare(b.m, {{"x", random_tensor({1, 3, 6, 6}, 41)}, {"lo", lov}});
+  EXPECT_EQ(r.ops["Clip"], 1);
+  EXPECT_EQ(r.ops["ingot.FusedConv"], 1);
+  EXPECT_LE(r.diff, 1e-5);
+}
+
+TEST(FuseConvActivation, BroadcastAddAndGraphOutputIntermediateStay) {
+  Builder b;
+  ValueId x = b.input("x", {2, 4, 6, 6});
+  ValueId z = b.input("z", {1, 4, 1, 1});  // broadcasts: not a residual of the conv's shape
+  ValueId c = b.node("Conv", {x, b.init("w", random_tensor({4, 4, 3, 3}, 50))}, conv_attrs());
+  ValueId a = b.node("Add", {c, z});
+  b.output(a);  // also a graph output: the Relu cannot absorb it
+  b.output(b.node("Relu", {a}));
+  auto r = compare(b.m, {{"x", random_tensor({2, 4, 6, 6}, 51)}, {"z", random_tensor({1, 4, 1, 1}, 52)}});
+  EXPECT_EQ(r.ops["Add"], 1);
+  EXPECT_EQ(r.ops["Relu"], 1);
+  EXPECT_EQ(r.ops["ingot.FusedConv"], 1);
+  EXPECT_LE(r.diff, 1e-5);
+}
+
+TEST(FuseConvActivation, ChannelsLastBetweenFusedConvs) {
+  // conv -> relu -> conv (+ residual of the first relu) -> relu -> MaxPool: the edge between the
+  // two convs (as X and as Z) becomes channels-last; the one into MaxPool stays NCHW.
+  Builder b;
+  ValueId x = b.input("x", {2, 8, 8, 8});
+  ValueId r1 = b.node("Relu", {b.node("Conv", {x, b.init("w1", random_tensor({8, 8, 3, 3}, 60))}, conv_attrs())});
+  ValueId c2 = b.node("Conv", {r1, b.init("w2", random_tensor({8, 8, 3, 3}, 61))}, conv_attrs());
+  ValueId r2 = b.node("Relu", {b.node("Add", {c2, r1})});
+  Attributes pool;
+  pool.set("kernel_shape", ints_attr({2, 2}));
+  b.output(b.node("MaxPool", {r2}, pool));
+  auto r = compare(b.m, {{"x", random_tensor({2, 8, 8, 8}, 62)}});
+  EXPECT_EQ(r.ops["ingot.FusedConv"], 2);
+  EXPECT_EQ(r.ops["Add"] + r.ops["Relu"], 0);
+  int cl_out = 0, cl_in = 0;
+  for (const Node& n : r.opt->model().graph.nodes) {
+    cl_out += int(n.attrs.get_int("y_channels_last", 0));
+    cl_in += int(n.attrs.get_int("x_channels_last", 0) + n.attrs.get_int("z_channels_last", 0));
+  }
+  EXPECT_EQ(cl_out, 1);
+  EXPECT_EQ(cl_in, 2);
+  EXPECT_LE(r.diff, 1e-5);
+}
+
+TEST(FuseConvActivation, DepthwiseAndFloat16) {
+  Builder b;
+  ValueId x = b.input("x", {1, 6, 7, 7}, DType::kFloat16);
+  Tensor w = random_tensor({6, 1, 3, 3}, 70);
+  Tensor w16(DType::kFloat16, w.shape());
+  for (int64_t i = 0; i < w.numel(); ++i) w16.data<float16>()[i] = float16(w.data<float>()[i]);
+  b.output(b.node("HardSwish", {b.node("Conv", {x, b.init("w", w16)}, conv_attrs(6))}));
+  Tensor xf = random_tensor({1, 6, 7, 7}, 71, -2.f, 2.f);
+  Tensor x16(DType::kFloat16, xf.shape());
+  for (int64_t i = 0; i < xf.numel(); ++i) x16.data<float16>()[i] = float16(xf.data<float>()[i]);
+  EngineOptions plain;
+  plain.optimize = false;
+  auto e0 = Engine::from_model(b.m, plain);
+  auto e1 = Engine::from_model(b.m);
+  ASSERT_TRUE(e0 && e1);
+  EXPECT_NE(find_op(**e1, "FusedConv"), nullptr);
+  auto o0 = (*e0)->create_context()->run({{"x", x16}});
+  auto o1 = (*e1)->create_context()->run({{"x", x16}});
+  ASSERT_TRUE(o0 && o1);
+  double d = 0;
+  for (int64_t i = 0; i < (*o0)[0].tensor.numel(); ++i)
+    d = std::max(d, std::fabs((*o0)[0].tensor.scalar_as_double(i) - (*o1)[0].tensor.scalar_as_double(i)));
+  EXPECT_LE(d, 1e-2);
+}
+
+TEST(FusedConvKernel, BroadcastResidualAtRunTime) {
+  // A residual fused for batch 1 (shapes probed with 1) must still work when the batch grows
+  // and Z does not: the kernel adds it with broadcasting instead of the sum post-op.
+  Builder b;
+  b.m.opsets["ingot"] = 1;
+  ValueId x = b.input("x", {3, 4, 5, 5});
+  ValueId z = b.input("z", {1, 4, 5, 5});
+  Attributes a = conv_attrs();
+  a.set("activation", string_attr("LeakyRelu"));
+  Attribute p;
+  p.kind = Attribute::Kind::kFloats;
+  p.floats = {0.1f};
+  a.set("activation_params", p);
+  Tensor w = random_tensor({4, 4, 3, 3}, 80), bias = random_tensor({4}, 81);
+  Node n;
+  n.op_type = "FusedConv";
+  n.domain = "ingot";
+  n.inputs = {x, b.init("w", w), b.init("b", bias), z};
+  n.attrs = a;
+  n.outputs = {b.g().intern("y")};
+  b.g().nodes.push_back(n);
+  b.output(n.outputs[0]);
+  EngineOptions plain;
+  plain.optimize = false;
+  auto e = Engine::from_model(b.m, plain);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  Tensor xv = random_tensor({3, 4, 5, 5}, 82), zv = random_tensor({1, 4, 5, 5}, 83);
+  auto got = (*e)->create_context()->run({{"x", xv}, {"z", zv}});
+  ASSERT_TRUE(got.has_value()) << got.status().message();
+  // Reference: the unfused ops.
+  Builder r;
+  ValueId rx = r.input("x", {3, 4, 5, 5}), rz = r.input("z", {1, 4, 5, 5});
+  ValueId rc = r.node("Conv", {rx, r.init("w", w), r.init("b", bias)}, conv_attrs());
+  Attributes la;
+  la.set("alpha", float_attr(0.1f));
+  r.output(r.node("LeakyRelu", {r.node("Add", {rc, rz})}, la));
+  auto re = Engine::from_model(r.m, plain);
+  ASSERT_TRUE(re.has_value());
+  auto want = (*re)->create_context()->run({{"x", xv}, {"z", zv}});
+  ASSERT_TRUE(want.has_value());
+  EXPECT_LE(max_abs_diff((*got)[0].tensor, (*want)[0].tensor), 1e-5);
+}
+
+TEST(FusedConvKernel, RejectsBadInputs) {
+  Builder b;
+  b.m.opsets["ingot"] = 1;
+  ValueId x = b.input("x", {1, 3, 5, 5});
+  Node n;
+  n.op_type = "FusedConv";
+  n.domain = "ingot";
+  n.inputs = {x, b.init("w", random_tensor({4, 2, 3, 3}, 90))};  // 2 input channels, X has 3
+  n.attrs.set("activation", string_attr("Relu"));
+  n.outputs = {b.g().intern("y")};
+  b.g().nodes.push_back(n);
+  b.output(n.outputs[0]);
+  EngineOptions plain;
+  plain.optimize = false;
+  // Static shapes: the engine may reject it while building, else the run fails.
+  auto e = Engine::from_model(b.m, plain);
+  if (e) EXPECT_FALSE((*e)->create_context()->run({{"x", random_tensor({1, 3, 5, 5}, 91)}}).has_value());
+
+  Builder b2;
+  b2.m.opsets["ingot"] = 1;
+  Node n2 = n;
+  n2.inputs = {b2.input("x", {1, 3, 5, 5}), b2.init("w", random_tensor({4, 3, 3, 3}, 92))};
+  n2.attrs.set("activation", string_attr("Gelu"));  // not one FusedConv knows
+  n2.outputs = {b2.g().intern("y")};
+  b2.g().nodes.push_back(n2);
+  b2.output(n2.outputs[0]);
+  EXPECT_FALSE(Engine::from_model(b2.m, plain).has_value());
+}
+
+// Every Conv of the CNN fixtures becomes a FusedConv (the outputs are checked against PyTorch
+// by the ModelFixture tests, which run with the optimizer on).
+TEST(FuseConvFixtures, EveryConvFused) {
+  namespace fs = std::filesystem;
+  for (const char* model : {"resnet18", "mobilenetv3"}) {
+    for (const char* ex : {"torchscript", "dynamo"}) {
+      fs::path p = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / model / (std::string("model.") + ex + ".onnx");
+      if (!fs::exists(p)) continue;
+      SCOPED_TRACE(p.string());
+      EngineOptions plain;
+      plain.optimize = false;
+      auto e0 = Engine::from_onnx(p.string(), plain);
+      auto e1 = Engine::from_onnx(p.string());
+      ASSERT_TRUE(e0.has_value()) << e0.status().message();
+      ASSERT_TRUE(e1.has_value()) << e1.status().message();
+      int convs = 0, fused = 0, left = 0;
+      for (const Node& n : (*e0)->model().graph.nodes) convs += n.op_type == "Conv";
+      for (const Node& n : (*e1)->model().graph.nodes) {
+        fused += n.op_type == "FusedConv" && n.domain == "ingot";
+        left += n.op_type == "Conv";
+      }
+      EXPECT_GT(convs, 0);
+      EXPECT_EQ(fused, convs);
+      EXPECT_EQ(left, 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ingot

@@ -1,0 +1,582 @@
+// ingot bench MODEL_OR_ENGINE: latency and throughput, trtexec-like, optionally against ONNX
+// Runtime in the same run (--against ort).
+//
+// Per input shape: warm-up (--warmup-ms), then timed runs until each backend has at least
+// --iterations runs and the timed runs (of both backends together) took --duration seconds. With --against ort, ingot and ONNX Runtime
+// (a peer process, tools/ort_peer.h) get the identical input tensors and thread count, and run
+// in alternating blocks (--block runs of ingot, then --block of ONNX Runtime, repeated) so
+// machine noise hits both. Latencies are wall-clock around one synchronous run.
+//
+// Shape sweeps (--batch, --seq): see kShapeRule below.
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_stats.h"
+#include "cli_common.h"
+#include "io/npy.h"
+#include "ort_peer.h"
+#include "random_inputs.h"
+#include "runtime/engine.h"
+#include "runtime/parallel.h"
+
+namespace ingot::cli {
+namespace {
+
+constexpr const char* kShapeRule =
+    "Shape sweeps: --batch sets dim 0 of every input whose dim 0 is not fixed by the model; --seq sets\n"
+    "dim 1 of every integer (token) input whose dim 1 is not fixed, and any dim whose symbolic name\n"
+    "contains 'seq' (sequence, seq_len, ...). Dims sharing a symbol with a swept dim follow it (so a\n"
+    "float mask [batch, sequence] follows input_ids). Shapes are the product of the two lists, batch\n"
+    "outer. Other dims come from --shapes, else the model, else 1 (as ingot run). --batch/--seq\n"
+    "override the same dims of --shapes entries. samples/s = batch (dim 0 of the first input) x\n"
+    "inferences/s. Peak RSS is the process's getrusage high-water mark after the shape (it only\n"
+    "grows); RSS delta is that minus the peak before the model was loaded.";
+
+struct BenchOptions {
+  std::string model;
+  std::string shapes;
+  std::string batch, seq;
+  double warmup_ms = 200;
+  int iterations = 50;
+  double duration = 2;
+  int threads = 0;
+  int block = 10;
+  uint64_t seed = 0;
+  std::string json;
+  std::string against;
+  std::string ort_peer = "auto";
+};
+
+Expected<std::vector<int64_t>> parse_list(const std::string& flag, const std::string& spec) {
+  std::vector<int64_t> out;
+  std::stringstream in(spec);
+  std::string tok;
+  while (std::getline(in, tok, ',')) {
+    if (tok.empty() || tok.size() > 9 || tok.find_first_not_of("0123456789") != std::string::npos || std::stoll(tok) <= 0) {
+      return invalid_argument(flag + ": '" + tok + "' in '" + spec + "' is not a positive integer (expected " + flag +
+                              " 1,8,32)");
+    }
+    out.push_back(std::stoll(tok));
+  }
+  if (out.empty()) return invalid_argument(flag + ": empty list (expected " + flag + " 1,8,32)");
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string shapes_str(const std::vector<IoInfo>& ios, const std::map<std::string, Tensor>& inputs) {
+  std::string s;
+  for (const auto& io : ios) {
+    auto it = inputs.find(io.name);
+    if (it == inputs.end()) continue;
+    s += (s.empty() ? "" : ",") + io.name + ":" + (it->second.rank() ? shape_str(it->second.shape()) : "scalar");
+  }
+  return s;
+}
+
+std::string read_first_line_with(const std::string& path, const std::string& key) {
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind(key, 0) == 0) {
+      size_t colon = line.find(':');
+      std::string v = colon == std::string::npos ? line : line.substr(colon + 1);
+      while (!v.empty() && v.front() == ' ') v.erase(0, 1);
+      return v;
+    }
+  }
+  return "";
+}
+
+std::string command_line() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string out;
+  for (char c : all) out += c == '\0' ? ' ' : c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return a.empty() ? "" : a + " " + b + " " + c;
+}
+
+// A temporary directory removed (with its files) at scope exit.
+struct TempDir {
+  std::string path;
+  std::vector<std::string> files;
+  TempDir() {
+    const char* t = std::getenv("TMPDIR");
+    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/ingot-bench-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data())) path = buf.data();
+  }
+  std::string file(const std::string& name) {
+    files.push_back(path + "/" + name);
+    return files.back();
+  }
+  ~TempDir() {
+    for (const auto& f : files) ::unlink(f.c_str());
+    if (!path.empty()) ::rmdir(path.c_str());
+  }
+};
+
+struct Side {
+  std::vector<double> ms;
+  bench::LatencyStats stats;
+  int64_t peak_rss_kb = 0, rss_delta_kb = 0;
+  double total_ms() const {
+    double total = 0;
+    for (double v : ms) total += v;
+    return total;
+  }
+};
+
+struct ShapeResult {
+  std::map<std::string, Shape> shapes;
+  std::string label;
+  int64_t batch = 1;
+  int64_t seq = -1;  // -1: no sequence dim
+  Side ingot, ort;
+};
+
+nlohmann::json side_json(const Side& s, int64_t batch) {
+  double ips = bench::per_second(s.stats.mean);
+  return {{"count", s.stats.count},
+          {"total_ms", s.stats.total},
+          {"mean_ms", s.stats.mean},
+          {"median_ms", s.stats.median},
+          {"p90_ms", s.stats.p90},
+          {"p95_ms", s.stats.p95},
+          {"p99_ms", s.stats.p99},
+          {"min_ms", s.stats.min},
+          {"max_ms", s.stats.max},
+          {"stddev_ms", s.stats.stddev},
+          {"inferences_per_s", ips},
+          {"samples_per_s", ips * double(batch)},
+          {"peak_rss_kb", s.peak_rss_kb},
+          {"rss_delta_kb", s.rss_delta_kb},
+          {"latencies_ms", s.ms}};
+}
+
+std::vector<std::string> side_row(const Side& s, int64_t batch) {
+  using bench::fixed;
+  double ips = bench::per_second(s.stats.mean);
+  return {std::to_string(s.stats.count), fixed(s.stats.mean, 3),   fixed(s.stats.median, 3), fixed(s.stats.p90, 3),
+          fixed(s.stats.p95, 3),         fixed(s.stats.p99, 3),    fixed(s.stats.min, 3),    fixed(s.stats.max, 3),
+          fixed(s.stats.stddev, 3),      fixed(ips, 1),            fixed(ips * double(batch), 1),
+          fixed(double(s.peak_rss_kb) / 1024.0, 1), fixed(double(s.rss_delta_kb) / 1024.0, 1)};
+}
+
+int run_bench(const BenchOptions& o) {
+  // ---- usage errors first: they need no model
+  std::map<std::string, Shape> given;
+  if (!o.shapes.empty()) {
+    auto s = parse_shapes("--shapes", o.shapes);
+    if (!s) return usage_error(s.status().message());
+    given = std::move(*s);
+  }
+  std::vector<int64_t> batches, seqs;
+  if (!o.batch.empty()) {
+    auto l = parse_list("--batch", o.batch);
+    if (!l) return usage_error(l.status().message());
+    batches = *l;
+  }
+  if (!o.seq.empty()) {
+    auto l = parse_list("--seq", o.seq);
+    if (!l) return usage_error(l.status().message());
+    seqs = *l;
+  }
+  if (!o.against.empty() && o.against != "ort") {
+    return usage_error("--against: '" + o.against + "' is not supported (expected --against ort)");
+  }
+
+  // ---- the peer before the model: a missing ONNX Runtime is reported at once
+  std::unique_ptr<OrtPeer> peer;
+  if (!o.against.empty()) {
+    auto p = OrtPeer::start(o.ort_peer, "--against ort");
+    if (!p) return error(p.status());
+    peer = std::move(*p);
+  }
+
+  int64_t rss_before_kb = self_max_rss_kb();
+  EngineOptions eo;
+  eo.threads = o.threads;
+  auto engine_or = Engine::load(o.model, eo);
+  if (!engine_or) return error(engine_or.status());
+  std::shared_ptr<Engine> engine = *engine_or;
+  const std::string& mpath = o.model;
+  const int threads = o.threads > 0 ? o.threads : num_threads();
+  int64_t rss_loaded_kb = self_max_rss_kb();
+
+  for (const auto& [name, s] : given) {
+    const IoInfo* io = engine->find_input(name);
+    if (!io) {
+      std::string names;
+      for (const auto& i : engine->inputs()) names += (names.empty() ? "" : ", ") + i.name;
+      return error("--shapes: " + mpath + " has no input '" + name + "' (its inputs: " + names + ")");
+    }
+    if (io->shape && io->shape->size() != s.size()) {
+      return error("--shapes: input '" + name + "' of " + mpath + " has rank " + std::to_string(io->shape->size()) + " " +
+                   sym_shape_str(*io->shape) + ", but --shapes gives " + shape_str(s));
+    }
+  }
+
+  // ---- which dims are batch / sequence (kShapeRule)
+  enum Role { kOther, kBatch, kSeq };
+  std::map<std::string, std::vector<Role>> roles;
+  std::set<std::string> batch_syms, seq_syms;
+  bool has_batch = false, has_seq = false;
+  for (const auto& io : engine->inputs()) {
+    if (!io.shape) continue;
+    std::vector<Role>& r = roles[io.name];
+    r.assign(io.shape->size(), kOther);
+    for (size_t d = 0; d < io.shape->size(); ++d) {
+      const Dim& dim = (*io.shape)[d];
+      if (dim.known()) continue;
+      if (d == 0) r[d] = kBatch;
+      else if ((d == 1 && dtype_is_integer(io.dtype)) || lower(dim.symbol).find("seq") != std::string::npos) r[d] = kSeq;
+      if (r[d] == kBatch && !dim.symbol.empty()) batch_syms.insert(dim.symbol);
+      if (r[d] == kSeq && !dim.symbol.empty()) seq_syms.insert(dim.symbol);
+    }
+  }
+  for (const auto& io : engine->inputs()) {
+    if (!io.shape) continue;
+    std::vector<Role>& r = roles[io.name];
+    for (size_t d = 0; d < io.shape->size(); ++d) {
+      const Dim& dim = (*io.shape)[d];
+      if (dim.known() || dim.symbol.empty() || r[d] != kOther) continue;
+      if (batch_syms.count(dim.symbol)) r[d] = kBatch;
+      else if (seq_syms.count(dim.symbol)) r[d] = kSeq;
+    }
+    for (Role x : r) {
+      has_batch = has_batch || x == kBatch;
+      has_seq = has_seq || x == kSeq;
+    }
+  }
+  if (!batches.empty() && !has_batch) {
+    return error("--batch: no input of " + mpath + " has a free batch dimension (dim 0 not fixed by the model)");
+  }
+  if (!seqs.empty() && !has_seq) {
+    return error("--seq: no input of " + mpath +
+                 " has a free sequence dimension (dim 1 of an integer input, or a dim named like 'seq')");
+  }
+
+  // Symbols fixed by --shapes entries (as ingot run learns them).
+  std::map<std::string, int64_t> symbols;
+  for (const auto& io : engine->inputs()) {
+    auto it = given.find(io.name);
+    if (it == given.end() || !io.shape) continue;
+    for (size_t d = 0; d < it->second.size(); ++d) {
+      const Dim& dim = (*io.shape)[d];
+      if (!dim.known() && !dim.symbol.empty()) symbols.emplace(dim.symbol, it->second[d]);
+    }
+  }
+  if (batches.empty()) batches = {0};  // 0: not swept
+  if (seqs.empty()) seqs = {0};
+  std::set<std::string> noted;
+  std::vector<ShapeResult> results;
+  for (int64_t b : batches) {
+    for (int64_t s : seqs) {
+      ShapeResult r;
+      for (const auto& io : engine->inputs()) {
+        auto g = given.find(io.name);
+        if (g == given.end() && !io.shape) continue;  // add_random_inputs reports it
+        Shape shape;
+        size_t rank = g != given.end() ? g->second.size() : io.shape->size();
+        for (size_t d = 0; d < rank; ++d) {
+          Role role = roles.count(io.name) && d < roles[io.name].size() ? roles[io.name][d] : kOther;
+          if (role == kBatch && b > 0) { shape.push_back(b); continue; }
+          if (role == kSeq && s > 0) { shape.push_back(s); continue; }
+          if (g != given.end()) { shape.push_back(g->second[d]); continue; }
+          const Dim& dim = (*io.shape)[d];
+          if (dim.known()) { shape.push_back(dim.value); continue; }
+          if (!dim.symbol.empty() && symbols.count(dim.symbol)) { shape.push_back(symbols[dim.symbol]); continue; }
+          std::string what = dim.symbol.empty() ? "input '" + io.name + "' dimension " + std::to_string(d) : "'" + dim.symbol + "'";
+          if (noted.insert(what).second) {
+            note(what + " unset, using 1; set with --shapes " + io.name + ":..." +
+                 (role == kBatch ? " or --batch" : role == kSeq ? " or --seq" : ""));
+          }
+          if (!dim.symbol.empty()) symbols[dim.symbol] = 1;
+          shape.push_back(1);
+        }
+        r.shapes[io.name] = shape;
+      }
+      if (!engine->inputs().empty()) {
+        auto it = r.shapes.find(engine->inputs().front().name);
+        if (it != r.shapes.end() && !it->second.empty()) r.batch = it->second[0];
+      }
+      if (has_seq) {
+        for (const auto& io : engine->inputs()) {
+          auto it = roles.find(io.name);
+          if (it == roles.end()) continue;
+          for (size_t d = 0; d < it->second.size() && r.seq < 0; ++d) {
+            if (it->second[d] == kSeq) r.seq = r.shapes[io.name][d];
+          }
+        }
+      }
+      results.push_back(std::move(r));
+    }
+  }
+
+  // ---- header: what runs, where
+  std::string cpu = read_first_line_with("/proc/cpuinfo", "model name");
+  struct utsname un;
+  std::string kernel = ::uname(&un) == 0 ? std::string(un.sysname) + " " + un.release : "";
+  unsigned cores = std::thread::hardware_concurrency();
+  std::string load = load_average();
+  std::cout << "model     " << mpath << "\n";
+  std::cout << "ingot     " << INGOT_VERSION << ", " << threads << " thread(s), optimizer on\n";
+  if (peer) {
+    std::cout << "against   " << peer->description() << ", intra-op threads " << threads
+              << ", inter-op 1, graph optimization all, sequential";
+    if (peer->kind() == "node") {
+      std::cout << "; latencies include an empty-await overhead of " << bench::fixed(peer->await_overhead_ms(), 4)
+                << " ms (median)";
+    }
+    std::cout << "\n";
+  }
+  std::cout << "machine   " << (cpu.empty() ? "unknown CPU" : cpu) << ", " << cores << " logical cores, " << kernel
+            << ", load average " << load << " at start\n";
+  std::cout << "timing    warm-up " << o.warmup_ms << " ms per backend; then at least " << o.iterations
+            << " runs per backend and " << o.duration << " s of timed runs"
+            << (peer ? " (both together), alternating blocks of " + std::to_string(o.block) + " (ingot, ORT)" : "")
+            << "\n";
+  std::cout << "command   " << command_line() << "\n";
+
+  // ---- measure
+  TempDir tmp;
+  if (peer) {
+    if (tmp.path.empty()) return error("--against ort: cannot create a temporary directory");
+    Status st = peer->load(mpath, threads);
+    if (!st) return error(st);
+  }
+  auto ctx = engine->create_context();
+  using clock = std::chrono::steady_clock;
+  for (size_t k = 0; k < results.size(); ++k) {
+    ShapeResult& r = results[k];
+    std::map<std::string, Tensor> inputs;
+    std::map<std::string, std::string> sources;
+    Status made = add_random_inputs(*engine, r.shapes, o.seed, inputs, sources, [&](const std::string& m) {
+      if (noted.insert(m).second) note(m);
+    });
+    if (!made) return error(made);
+    Status valid = engine->validate_inputs(inputs);
+    if (!valid) return error(valid);
+    r.label = shapes_str(engine->inputs(), inputs);
+    for (const auto& [name, t] : inputs) r.shapes[name] = t.shape();
+    std::cout << "shape " << (k + 1) << "   " << r.label << std::endl;
+
+    auto run_ingot = [&](int n, std::vector<double>* out) -> Status {
+      for (int i = 0; i < n; ++i) {
+        auto t0 = clock::now();
+        auto outs = ctx->run(inputs);
+        auto t1 = clock::now();
+        if (!outs) return outs.status();
+        if (out) out->push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+      return Status::ok();
+    };
+    auto run_ort = [&](int n, std::vector<double>* out) -> Status {
+      auto t = peer->run(n);
+      if (!t) return t.status();
+      if (out) out->insert(out->end(), t->begin(), t->end());
+      return Status::ok();
+    };
+    if (peer) {
+      std::vector<std::pair<std::string, Tensor>> named;
+      for (const auto& io : engine->inputs()) named.push_back({io.name, inputs[io.name]});
+      std::string npz = tmp.file("inputs_" + std::to_string(k) + ".npz");
+      Status st = write_npz(npz, named);
+      if (!st) return error(st);
+      st = peer->set_inputs(npz);
+      if (!st) return error(st);
+    }
+    // Warm-up: at least one run each (unless --warmup-ms 0), until the time is spent.
+    for (int side = 0; side < (peer ? 2 : 1); ++side) {
+      if (o.warmup_ms <= 0) break;
+      auto start = clock::now();
+      do {
+        Status st = side == 0 ? run_ingot(1, nullptr) : run_ort(1, nullptr);
+        if (!st) return error(st);
+      } while (std::chrono::duration<double, std::milli>(clock::now() - start).count() < o.warmup_ms);
+    }
+    // Timed blocks, alternating.
+    // Done when each backend has --iterations runs and the timed runs of both together took
+    // --duration: the same number of runs each, and a bounded time even when one is much slower.
+    auto done = [&] {
+      bool counts = int(r.ingot.ms.size()) >= o.iterations && (!peer || int(r.ort.ms.size()) >= o.iterations);
+      return counts && r.ingot.total_ms() + (peer ? r.ort.total_ms() : 0.0) >= o.duration * 1000.0;
+    };
+    while (!done()) {
+      auto block_for = [&](const Side& s) {
+        int have = int(s.ms.size());
+        return have < o.iterations ? std::min(o.block, o.iterations - have) : o.block;
+      };
+      int n = block_for(r.ingot);
+      if (peer) n = std::min(n, block_for(r.ort));
+      Status st = run_ingot(n, &r.ingot.ms);
+      if (!st) return error(st);
+      if (peer) {
+        st = run_ort(n, &r.ort.ms);
+        if (!st) return error(st);
+      }
+    }
+    r.ingot.stats = bench::summarize(r.ingot.ms);
+    r.ingot.peak_rss_kb = self_max_rss_kb();
+    r.ingot.rss_delta_kb = r.ingot.peak_rss_kb - rss_before_kb;
+    if (peer) {
+      r.ort.stats = bench::summarize(r.ort.ms);
+      auto rss = peer->max_rss_kb();
+      if (!rss) return error(rss.status());
+      r.ort.peak_rss_kb = *rss;
+      r.ort.rss_delta_kb = *rss - peer->baseline_rss_kb();
+    }
+  }
+
+  // ---- table
+  bool by_dims = has_batch || has_seq;
+  std::vector<std::string> header;
+  std::vector<bool> right;
+  if (by_dims) {
+    header = {"batch", "seq"};
+    right = {true, true};
+  } else {
+    header = {"shapes"};
+    right = {false};
+  }
+  for (const char* h : {"backend", "runs", "mean ms", "median ms", "p90 ms", "p95 ms", "p99 ms", "min ms", "max ms",
+                        "stddev ms", "inf/s", "samples/s", "peak RSS MiB", "RSS delta MiB"}) {
+    header.push_back(h);
+    right.push_back(std::string(h) != "backend");
+  }
+  std::vector<std::vector<std::string>> rows, ratio_rows;
+  for (const ShapeResult& r : results) {
+    std::vector<std::string> lead = by_dims ? std::vector<std::string>{std::to_string(r.batch), r.seq >= 0 ? std::to_string(r.seq) : "-"}
+                                            : std::vector<std::string>{r.label};
+    auto add = [&](const std::string& backend, const Side& s) {
+      std::vector<std::string> row = lead;
+      row.push_back(backend);
+      for (auto& c : side_row(s, r.batch)) row.push_back(c);
+      rows.push_back(row);
+    };
+    add("ingot", r.ingot);
+    if (peer) {
+      add("ORT", r.ort);
+      std::vector<std::string> rr = lead;
+      rr.push_back(bench::fixed(r.ingot.stats.median, 3));
+      rr.push_back(bench::fixed(r.ort.stats.median, 3));
+      rr.push_back(bench::fixed(r.ingot.stats.median / r.ort.stats.median, 2));
+      ratio_rows.push_back(rr);
+    }
+  }
+  std::cout << "\n" << bench::markdown_table(header, right, rows);
+  if (peer) {
+    std::vector<std::string> h2 = by_dims ? std::vector<std::string>{"batch", "seq"} : std::vector<std::string>{"shapes"};
+    std::vector<bool> r2(h2.size(), by_dims);
+    for (const char* h : {"ingot median ms", "ORT median ms", "ingot/ORT"}) {
+      h2.push_back(h);
+      r2.push_back(true);
+    }
+    std::cout << "\n" << bench::markdown_table(h2, r2, ratio_rows);
+    std::cout << "ingot/ORT is the ratio of medians: below 1 means ingot is faster.\n";
+  }
+  std::cout << "load average " << load_average() << " at end\n";
+
+  // ---- JSON
+  if (!o.json.empty()) {
+    nlohmann::json j;
+    j["model"] = mpath;
+    j["command"] = command_line();
+    j["machine"] = {{"cpu", cpu}, {"logical_cores", cores}, {"kernel", kernel}, {"load_average_start", load},
+                    {"load_average_end", load_average()}};
+    j["ingot"] = {{"version", INGOT_VERSION}, {"threads", threads}, {"optimize", true}};
+    if (peer) {
+      j["against"] = {{"runtime", peer->description()}, {"version", peer->version()}, {"peer", peer->kind()},
+                      {"intra_op_threads", threads}, {"inter_op_threads", 1}, {"graph_optimization", "all"},
+                      {"await_overhead_ms", peer->await_overhead_ms()}, {"baseline_rss_kb", peer->baseline_rss_kb()}};
+    } else {
+      j["against"] = nullptr;
+    }
+    j["settings"] = {{"warmup_ms", o.warmup_ms}, {"iterations", o.iterations}, {"duration_s", o.duration},
+                     {"block", o.block}, {"seed", o.seed}, {"threads", threads}};
+    j["memory"] = {{"rss_before_load_kb", rss_before_kb}, {"rss_after_load_kb", rss_loaded_kb}};
+    j["results"] = nlohmann::json::array();
+    for (const ShapeResult& r : results) {
+      nlohmann::json e;
+      nlohmann::json shapes = nlohmann::json::object();
+      for (const auto& [n, s] : r.shapes) shapes[n] = s;
+      e["shapes"] = shapes;
+      e["label"] = r.label;
+      e["batch"] = r.batch;
+      e["seq"] = r.seq >= 0 ? nlohmann::json(r.seq) : nlohmann::json(nullptr);
+      e["ingot"] = side_json(r.ingot, r.batch);
+      if (peer) {
+        e["ort"] = side_json(r.ort, r.batch);
+        e["ratio_median"] = r.ingot.stats.median / r.ort.stats.median;
+      }
+      j["results"].push_back(e);
+    }
+    std::ofstream f(o.json);
+    if (!f) return error(o.json + ": cannot open for writing");
+    f << j.dump(2) << "\n";
+    if (!f) return error(o.json + ": write failed");
+    std::cout << "wrote " << o.json << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command setup_bench(CLI::App& parent) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "bench", "measure latency and throughput (trtexec-like), optionally against ONNX Runtime in the same run");
+  app->add_option("model", o->model, "ONNX model or ingot engine file")->required();
+  app->add_option("--shapes", o->shapes, "input shapes, e.g. input_ids:1x128,attention_mask:1x128")->type_name("SPEC");
+  app->add_option("--batch", o->batch, "sweep batch sizes (dim 0), e.g. 1,8,32")->type_name("LIST");
+  app->add_option("--seq", o->seq, "sweep sequence lengths (dim 1 of token inputs), e.g. 12,128")->type_name("LIST");
+  app->add_option("--warmup-ms", o->warmup_ms, "warm-up time per shape and backend (default 200)")
+      ->check(CLI::Range(0.0, 1e7));
+  app->add_option("--iterations", o->iterations, "minimum timed runs per shape and backend (default 50)")
+      ->check(CLI::Range(1, 100000000));
+  app->add_option("--duration", o->duration, "minimum seconds of timed runs per shape, both backends together with --against (default 2)")
+      ->check(CLI::Range(0.0, 1e6));
+  app->add_option("--threads", o->threads, "CPU threads, for ingot and ONNX Runtime's intra-op pool (0: all cores)")
+      ->check(CLI::Range(0, 65536));
+  app->add_option("--block", o->block, "runs per block when alternating with --against (default 10)")
+      ->check(CLI::Range(1, 1000000));
+  app->add_option("--seed", o->seed, "seed of the random inputs (as ingot run)");
+  app->add_option("--json", o->json, "write every number (and the raw latencies) to a JSON file")->type_name("FILE");
+  app->add_option("--against", o->against,
+                  "also run ONNX Runtime (python3 onnxruntime or node onnxruntime-node) on the same inputs, "
+                  "alternating blocks")
+      ->type_name("ort");
+  app->add_option("--ort-peer", o->ort_peer, "which ONNX Runtime peer: auto (python first), python, node")
+      ->check(CLI::IsMember({"auto", "python", "node"}));
+  app->footer(kShapeRule);
+  return Command{app, [o] { return run_bench(*o); }};
+}
+
+}  // namespace ingot::cli

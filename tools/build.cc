@@ -1,0 +1,149 @@
+// ingot build MODEL -o ENGINE [--device cpu] [--precision fp32|bf16] [profiles] [--verbose]:
+// optimizes an ONNX model for a range of input shapes and writes an engine file.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+#include "runtime/engine.h"
+
+namespace ingot::cli {
+namespace {
+
+struct BuildOptions {
+  std::string model, output, device = "cpu", precision = "fp32";
+  std::string min_shapes, opt_shapes, max_shapes, profiles_file;
+  std::vector<std::string> profiles, disabled;
+  int threads = 0;
+  bool verbose = false;
+};
+
+// "--profile MIN;OPT;MAX", each part in --shapes syntax.
+Expected<Profile> parse_profile_flag(const std::string& spec) {
+  std::vector<std::string> parts;
+  size_t b = 0;
+  for (size_t e; (e = spec.find(';', b)) != std::string::npos; b = e + 1) parts.push_back(spec.substr(b, e - b));
+  parts.push_back(spec.substr(b));
+  if (parts.size() != 3) {
+    return invalid_argument("--profile '" + spec + "': expected MIN;OPT;MAX, each like input_ids:1x16,attention_mask:1x16");
+  }
+  Profile p;
+  std::map<std::string, Shape>* corners[3] = {&p.min, &p.opt, &p.max};
+  for (int i = 0; i < 3; ++i) {
+    auto s = parse_shapes("--profile", parts[size_t(i)]);
+    if (!s) return s.status();
+    *corners[i] = std::move(*s);
+  }
+  return p;
+}
+
+// A JSON file: [{"min": {"input_ids": [1, 1]}, "opt": {...}, "max": {...}}, ...]
+Expected<std::vector<Profile>> read_profiles_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return not_found(path + ": no such file");
+  std::vector<Profile> out;
+  try {
+    nlohmann::json j = nlohmann::json::parse(f);
+    for (const auto& p : j) {
+      Profile prof;
+      for (const auto& [k, v] : p.at("min").items()) prof.min[k] = v.get<Shape>();
+      for (const auto& [k, v] : p.at("opt").items()) prof.opt[k] = v.get<Shape>();
+      for (const auto& [k, v] : p.at("max").items()) prof.max[k] = v.get<Shape>();
+      out.push_back(std::move(prof));
+    }
+  } catch (const std::exception& e) {
+    return invalid_argument(path + ": not a profiles file (expected a JSON list of {min, opt, max}): " + e.what());
+  }
+  return out;
+}
+
+int run_build(const BuildOptions& o) {
+  EngineOptions eo;
+  eo.device = o.device;
+  eo.precision = o.precision;
+  eo.threads = o.threads;
+  eo.disabled_passes.insert(o.disabled.begin(), o.disabled.end());
+  if (!o.min_shapes.empty() || !o.opt_shapes.empty() || !o.max_shapes.empty()) {
+    Profile p;
+    for (auto [flag, spec, dst] : {std::tuple{"--min-shapes", &o.min_shapes, &p.min},
+                                   std::tuple{"--opt-shapes", &o.opt_shapes, &p.opt},
+                                   std::tuple{"--max-shapes", &o.max_shapes, &p.max}}) {
+      if (spec->empty()) continue;
+      auto s = parse_shapes(flag, *spec);
+      if (!s) return usage_error(s.status().message());
+      *dst = std::move(*s);
+    }
+    eo.profiles.push_back(std::move(p));
+  }
+  for (const auto& spec : o.profiles) {
+    auto p = parse_profile_flag(spec);
+    if (!p) return usage_error(p.status().message());
+    eo.profiles.push_back(std::move(*p));
+  }
+  if (!o.profiles_file.empty()) {
+    auto ps = read_profiles_file(o.profiles_file);
+    if (!ps) return error(ps.status());
+    for (auto& p : *ps) eo.profiles.push_back(std::move(p));
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto engine = Engine::load(o.model, eo);
+  if (!engine) return error(engine.status());
+  const Engine& e = **engine;
+  auto t1 = std::chrono::steady_clock::now();
+
+  if (o.verbose) {
+    std::cout << "passes (in order):\n";
+    for (const PassReport& r : e.pass_reports()) {
+      std::cout << "  " << std::left << std::setw(24) << r.name;
+      if (r.disabled) std::cout << "disabled\n";
+      else std::cout << r.rewrites << " rewrites, nodes " << r.nodes_before << " -> " << r.nodes_after << "\n";
+    }
+  }
+  size_t nodes_before = e.pass_reports().empty() ? e.model().graph.nodes.size() : e.pass_reports().front().nodes_before;
+  std::cout << "model:      " << o.model << "\n";
+  std::cout << "nodes:      " << nodes_before << " -> " << e.model().graph.nodes.size() << " after optimization\n";
+  if (e.profiles().empty()) {
+    std::cout << "profiles:   none (static input shapes)\n";
+  } else {
+    std::cout << "profiles:   " << describe_profiles(e.profiles()) << "\n";
+  }
+  std::cout << "weights:    " << human_bytes(double(e.weight_bytes())) << "\n";
+  if (const MemoryPlan* plan = e.memory_plan()) {
+    std::cout << "arena:      " << human_bytes(double(plan->arena_bytes)) << " for " << plan->planned_values
+              << " intermediate tensors totalling " << human_bytes(double(plan->intermediate_bytes))
+              << " (sized for the max shapes)\n";
+  }
+  Status st = e.save(o.output);
+  if (!st) return error(st);
+  std::cout << "engine:     " << o.output << " (" << human_bytes(double(std::filesystem::file_size(o.output)))
+            << ", device " << o.device << ", precision " << o.precision << ", built in "
+            << std::fixed << std::setprecision(2) << std::chrono::duration<double>(t1 - t0).count() << " s)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command setup_build(CLI::App& parent) {
+  auto o = std::make_shared<BuildOptions>();
+  CLI::App* app = parent.add_subcommand("build", "optimize a model for a range of shapes and save an engine file");
+  app->add_option("model", o->model, "ONNX model file")->required();
+  app->add_option("-o,--output", o->output, "engine file to write")->required()->type_name("ENGINE");
+  app->add_option("--device", o->device, "cpu")->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--precision", o->precision, "fp32 or bf16 (bf16: matrix products in bfloat16)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app->add_option("--min-shapes", o->min_shapes, "smallest input shapes, e.g. input_ids:1x1,attention_mask:1x1");
+  app->add_option("--opt-shapes", o->opt_shapes, "shapes to optimize for");
+  app->add_option("--max-shapes", o->max_shapes, "largest input shapes (the memory plan is sized for them)");
+  app->add_option("--profile", o->profiles, "another profile: MIN;OPT;MAX, each in --shapes syntax (repeatable)");
+  app->add_option("--profiles", o->profiles_file, "JSON list of {\"min\":{..},\"opt\":{..},\"max\":{..}} profiles");
+  app->add_option("--disable-pass", o->disabled, "skip an optimizer pass by name (repeatable)");
+  app->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 65536));
+  app->add_flag("-v,--verbose", o->verbose, "list every pass, its rewrites and node counts");
+  return Command{app, [o] { return run_build(*o); }};
+}
+
+}  // namespace ingot::cli
