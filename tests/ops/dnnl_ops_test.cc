@@ -14,9 +14,12 @@ Attributes attrs(std::initializer_list<std::pair<std::string, Attribute>> l) {
   return a;
 }
 
-// Runs a node and returns the Status of building + running it.
+// Runs a node (the plain kernel: the optimizer would turn Conv into ingot.FusedConv) and
+// returns the Status of building + running it.
 Status run_status(const std::string& op, const std::vector<Tensor>& inputs, int nout, Attributes a = {}, int opset = 17) {
-  auto e = Engine::from_model(single_node_model(op, inputs, nout, std::move(a), opset));
+  EngineOptions plain;
+  plain.optimize = false;
+  auto e = Engine::from_model(single_node_model(op, inputs, nout, std::move(a), opset), plain);
   if (!e) return e.status();
   std::map<std::string, Tensor> feeds;
   for (size_t i = 0; i < inputs.size(); ++i) feeds["in" + std::to_string(i)] = inputs[i];
