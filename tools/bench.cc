@@ -30,6 +30,8 @@
 #include "io/npy.h"
 #include "ort_peer.h"
 #include "random_inputs.h"
+#include "text/tokenizer.h"
+#include "text_inputs.h"
 #include "runtime/engine.h"
 #include "runtime/parallel.h"
 
@@ -59,6 +61,9 @@ struct BenchOptions {
   std::string json;
   std::string against;
   std::string ort_peer = "auto";
+  // --text: time tokenization + inference end to end on these texts (one batch).
+  std::string tokenizer;
+  std::vector<std::string> texts;
 };
 
 Expected<std::vector<int64_t>> parse_list(const std::string& flag, const std::string& spec) {
@@ -211,6 +216,10 @@ int run_bench(const BenchOptions& o) {
   if (!o.against.empty() && o.against != "ort") {
     return usage_error("--against: '" + o.against + "' is not supported (expected --against ort)");
   }
+  if (!o.texts.empty() && o.tokenizer.empty()) return usage_error("--text needs --tokenizer tokenizer.json");
+  if (!o.texts.empty() && (!o.shapes.empty() || !o.batch.empty() || !o.seq.empty())) {
+    return usage_error("--text sets the input shapes itself: drop --shapes/--batch/--seq");
+  }
 
   // ---- the peer before the model: a missing ONNX Runtime is reported at once
   std::unique_ptr<OrtPeer> peer;
@@ -229,6 +238,19 @@ int run_bench(const BenchOptions& o) {
   const std::string& mpath = o.model;
   const int threads = o.threads > 0 ? o.threads : num_threads();
   int64_t rss_loaded_kb = self_max_rss_kb();
+
+  // --text: the tokenized batch fixes the shapes; each timed ingot run tokenizes again.
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  if (!o.texts.empty()) {
+    auto tok = text::Tokenizer::from_file(o.tokenizer);
+    if (!tok) return error(tok.status());
+    tokenizer = std::move(*tok);
+    auto first = make_text_inputs(*engine, *tokenizer, o.texts, {}, std::nullopt);
+    if (!first) return error(first.status());
+    for (const auto& [name, t] : *first) given[name] = t.shape();
+    note("--text: timing tokenization of " + std::to_string(o.texts.size()) +
+         " text(s) + inference per ingot run" + (o.against.empty() ? "" : "; ONNX Runtime runs on the same ids (no tokenizer)"));
+  }
 
   for (const auto& [name, s] : given) {
     const IoInfo* io = engine->find_input(name);
@@ -378,10 +400,16 @@ int run_bench(const BenchOptions& o) {
     ShapeResult& r = results[k];
     std::map<std::string, Tensor> inputs;
     std::map<std::string, std::string> sources;
-    Status made = add_random_inputs(*engine, r.shapes, o.seed, inputs, sources, [&](const std::string& m) {
-      if (noted.insert(m).second) note(m);
-    });
-    if (!made) return error(made);
+    if (tokenizer) {
+      auto enc = make_text_inputs(*engine, *tokenizer, o.texts, {}, std::nullopt);
+      if (!enc) return error(enc.status());
+      inputs = std::move(*enc);
+    } else {
+      Status made = add_random_inputs(*engine, r.shapes, o.seed, inputs, sources, [&](const std::string& m) {
+        if (noted.insert(m).second) note(m);
+      });
+      if (!made) return error(made);
+    }
     Status valid = engine->validate_inputs(inputs);
     if (!valid) return error(valid);
     r.label = shapes_str(engine->inputs(), inputs);
@@ -391,6 +419,11 @@ int run_bench(const BenchOptions& o) {
     auto run_ingot = [&](int n, std::vector<double>* out) -> Status {
       for (int i = 0; i < n; ++i) {
         auto t0 = clock::now();
+        if (tokenizer) {
+          auto enc = make_text_inputs(*engine, *tokenizer, o.texts, {}, std::nullopt);
+          if (!enc) return enc.status();
+          inputs = std::move(*enc);
+        }
         auto outs = ctx->run(inputs);
         auto t1 = clock::now();
         if (!outs) return outs.status();
@@ -573,6 +606,8 @@ Command setup_bench(CLI::App& parent) {
                   "also run ONNX Runtime (python3 onnxruntime or node onnxruntime-node) on the same inputs, "
                   "alternating blocks")
       ->type_name("ort");
+  app->add_option("--tokenizer", o->tokenizer, "tokenizer.json (or vocab.txt) for --text")->type_name("FILE");
+  app->add_option("--text", o->texts, "time tokenization + inference on this text (repeat for a batch)");
   app->add_option("--ort-peer", o->ort_peer, "which ONNX Runtime peer: auto (python first), python, node")
       ->check(CLI::IsMember({"auto", "python", "node"}));
   app->footer(kShapeRule);

@@ -139,6 +139,17 @@ printf 'a\nb\nc\n' >"$TMP/labels3.txt"
 
 case $CASE in
   # ---- success
+  bench_text)
+    # ingot bench --text: tokenization + inference timed end to end, shapes from the batch.
+    run_ok bench "$MODELS/bert/model.torchscript.onnx" --tokenizer "$TMP/wp.json" \
+      --text "the quick brown fox" --text "hello" --iterations 3 --duration 0 --warmup-ms 0 --json "$TMP/b.json"
+    grep -qF "timing tokenization of 2 text(s)" "$TMP/out" || fail "no note about tokenization"
+    "$PY" -c "import json,sys; j=json.load(open(sys.argv[1])); assert len(j['results'])==1, j" "$TMP/b.json" \
+      || fail "json has not exactly one result"
+    ;;
+  bench_text_without_tokenizer)
+    expect_error 2 "--text needs --tokenizer" -- bench "$MODELS/bert/model.torchscript.onnx" --text "hi"
+    ;;
   text_classifier)
     run_ok run "$MODELS/bert/model.torchscript.onnx" --tokenizer "$TMP/wp.json" --labels "$TMP/labels2.txt" \
       --text "the quick brown fox" --text "hello" --top-k 2
