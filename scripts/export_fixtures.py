@@ -162,6 +162,27 @@ def strip_metadata(path):
     onnx.save(m, path)
 
 
+def strip_weights(path):
+    """Makes every float initializer of 1 KiB or more external data in weights.bin and drops the
+    bytes, keeping offsets and lengths: the graph file stays small and fill_weights.py rebuilds
+    weights.bin from a seed (integer tensors, e.g. position ids, stay inline)."""
+    import onnx
+    m = onnx.load(path)
+    offset = 0
+    for t in m.graph.initializer:
+        if t.data_type != onnx.TensorProto.FLOAT or len(t.raw_data) < 1024:
+            continue
+        n = len(t.raw_data)
+        t.ClearField("raw_data")
+        t.data_location = onnx.TensorProto.EXTERNAL
+        del t.external_data[:]
+        for k, v in (("location", "weights.bin"), ("offset", str(offset)), ("length", str(n))):
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        offset += (n + 63) // 64 * 64
+    onnx.save(m, path)
+
+
 def export(module, example, input_names, output_names, dyn_axes, path, exporter):
     if exporter == "torchscript":
         torch.onnx.export(module, example, path, dynamo=False, opset_version=17, input_names=input_names,
@@ -198,6 +219,9 @@ def main():
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--exporters", default="torchscript,dynamo")
+    ap.add_argument("--graph-only", action="store_true",
+                    help="move float weights to external data and drop their bytes: full-size models for "
+                         "benchmarks travel as small graph files; scripts/fill_weights.py regenerates the weights")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     summary = {}
@@ -247,6 +271,8 @@ def main():
                     export(module, example, input_names, output_names, dyn_axes, path, exporter)
                 meta["exports"][exporter] = {"ok": True, "bytes": os.path.getsize(path),
                                              "ort_max_abs_diff": ort_check(path, feeds, ref)}
+                if args.graph_only:
+                    strip_weights(path)
             except Exception as e:
                 traceback.print_exc()
                 meta["exports"][exporter] = {"ok": False, "error": str(e)[:500]}

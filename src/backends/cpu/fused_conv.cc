@@ -269,7 +269,17 @@ class FusedConvKernel : public OpKernel {
       if (fuse_z) {
         // The sum post-op accumulates into dst: start it as Z.
         dnnl::memory zm(layout_desc(yd, z_cl_), eng, const_cast<float*>(Zf.data<float>()));
-        if (dst.get_data_handle() != zm.get_data_handle()) dnnl::reorder(zm, dst).execute(s, zm, dst);
+        if (dst.get_data_handle() == zm.get_data_handle()) {
+          // Already there.
+        } else if (zm.get_desc() == dst.get_desc()) {
+          // Same layout: a plain copy (oneDNN's reorder runs its slow generic kernel for it).
+          const char* from = static_cast<const char*>(zm.get_data_handle());
+          char* to = static_cast<char*>(dst.get_data_handle());
+          int64_t bytes = int64_t(dst.get_desc().get_size());
+          parallel_for(bytes, 1, [&](int64_t b0, int64_t e0) { std::memcpy(to + b0, from + b0, size_t(e0 - b0)); });
+        } else {
+          dnnl::reorder(zm, dst).execute(s, zm, dst);
+        }
       }
       dnnl::memory wm;
       if (w_const) {
@@ -328,11 +338,6 @@ class FusedConvKernel : public OpKernel {
       } catch (const dnnl::error&) {
         have = false;
       }
-    }
-    if (!have && std::getenv("INGOT_FC_B16") && xd.size() == 4) {
-      using ft = dnnl::memory::format_tag;
-      pd = make(md(xd, dt::f32, ft::nChw16c), md(yd, dt::f32, ft::nChw16c));
-      have = !slow_on_plain(pd.impl_info_str());
     }
     if (!have) pd = make(any_desc(xd), any_desc(yd));
     auto p = std::make_shared<Prim>();
