@@ -20,6 +20,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# ONNX Runtime for node: the peer of `ingot bench/compare --against ort` (ingot never links it).
+# Best effort: without it those two flags say so and their tests are skipped.
+if [ ! -d .deps/ort-node/node_modules/onnxruntime-node ] && command -v npm >/dev/null; then
+  scripts/install_ort.sh >/dev/null 2>&1 || echo "setup: could not install onnxruntime-node (bench --against ort will be unavailable)"
+fi
+
 build_type=${INGOT_BUILD_TYPE:-Release}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
 cmake --build build
