@@ -13,22 +13,16 @@
 #include "backends/cpu/fused_norm_util.h"
 #include "ir/dispatch.h"
 #include "ir/shape_util.h"
+#include "backends/cpu/float_kernel_util.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
 
 namespace ingot {
 namespace {
 
-// Half types compute in float, float in float, double in double.
-template <class T> using AccOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-Status check_float(const InferContext& ctx, int i, const char* name) {
-  if (!dtype_is_float(ctx.input_dtype(i))) {
-    return invalid_argument("input " + std::to_string(i) + " (" + name + ") has dtype " +
-                            dtype_name(ctx.input_dtype(i)) + "; expected float16, bfloat16, float32 or float64");
-  }
-  return Status::ok();
-}
+using cpu::AccOf;
+using cpu::check_float;
+using cpu::to_doubles;
 
 // ---------------------------------------------------------------------------------------------
 

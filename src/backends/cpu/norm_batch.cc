@@ -10,31 +10,16 @@
 #include <vector>
 
 #include "ir/dispatch.h"
+#include "backends/cpu/float_kernel_util.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
 
 namespace ingot {
 namespace {
 
-template <class T> using AccOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-std::vector<double> to_doubles(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  dispatch_float(t.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = double(p[i]);
-  });
-  return v;
-}
-
-Status check_float(const InferContext& ctx, int i, const char* name) {
-  if (!dtype_is_float(ctx.input_dtype(i))) {
-    return invalid_argument("input " + std::to_string(i) + " (" + name + ") has dtype " +
-                            dtype_name(ctx.input_dtype(i)) + "; expected float16, bfloat16, float32 or float64");
-  }
-  return Status::ok();
-}
+using cpu::AccOf;
+using cpu::check_float;
+using cpu::to_doubles;
 
 // X must be [N, C, ...]; returns C and the spatial size.
 Status check_nc(const InferContext& ctx, int64_t* c, int64_t* spatial) {

@@ -14,11 +14,16 @@
 
 #include "ir/dispatch.h"
 #include "ir/shape_util.h"
+#include "backends/cpu/float_kernel_util.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
 
 namespace ingot {
 namespace {
+
+using cpu::AccOf;
+using cpu::check_float;
+using cpu::to_doubles;
 
 enum class RMode { kNearest, kLinear, kCubic };
 enum class Coord { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn, kTfCrop };
@@ -40,17 +45,6 @@ struct DimFilter {
   bool any_outside = false;
   bool identity = false;
 };
-
-std::vector<double> to_doubles(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  if (!dispatch_float(t.dtype(), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = double(t.data<T>()[i]);
-      })) {
-    for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = t.scalar_as_double(i);
-  }
-  return v;
-}
 
 double cubic_w(double x, double a) {
   x = std::fabs(x);

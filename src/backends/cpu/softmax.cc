@@ -11,15 +11,18 @@
 
 #include "ir/dispatch.h"
 #include "ir/shape_util.h"
+#include "backends/cpu/float_kernel_util.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
 
 namespace ingot {
 namespace {
 
-enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
+using cpu::AccOf;
+using cpu::check_float;
+using cpu::to_doubles;
 
-template <class T> using AccOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 
 struct Split {
   int64_t outer = 1, n = 1, inner = 1;

@@ -6,21 +6,16 @@
 #include <vector>
 
 #include "ir/dispatch.h"
+#include "backends/cpu/float_kernel_util.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
 
 namespace ingot {
 namespace {
 
-template <class T> using AccOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-Status check_float(const InferContext& ctx, int i, const char* name) {
-  if (!dtype_is_float(ctx.input_dtype(i))) {
-    return invalid_argument("input " + std::to_string(i) + " (" + name + ") has dtype " +
-                            dtype_name(ctx.input_dtype(i)) + "; expected float16, bfloat16, float32 or float64");
-  }
-  return Status::ok();
-}
+using cpu::AccOf;
+using cpu::check_float;
+using cpu::to_doubles;
 
 // ---------------------------------------------------------------------------------------------
 // GridSample (opset 16: bilinear/nearest/bicubic; opset 20 spells them linear/nearest/cubic).
