@@ -112,20 +112,11 @@ class ConvKernel : public OpKernel {
     return Status::ok();
   }
 
-  Status geometry(const Shape& x, const Shape& w, std::vector<int64_t>& st, std::vector<int64_t>& dl,
-                  std::vector<int64_t>& pb, std::vector<int64_t>& pe, Shape& y) const {
-    Shape in(x.begin() + 2, x.end()), k(w.begin() + 2, w.end()), out;
-    INGOT_RETURN_IF_ERROR(sp_.resolve(in, k, st, dl, pb, pe, out, false));
-    y = {x[0], w[0]};
-    y.insert(y.end(), out.begin(), out.end());
-    return Status::ok();
-  }
-
   Status infer(InferContext& ctx) const override {
     INGOT_RETURN_IF_ERROR(check_inputs(ctx, false, group_, sp_.kernel_shape));
     std::vector<int64_t> st, dl, pb, pe;
     Shape y;
-    INGOT_RETURN_IF_ERROR(geometry(ctx.input_shape(0), ctx.input_shape(1), st, dl, pb, pe, y));
+    INGOT_RETURN_IF_ERROR(sp_.conv_geometry(ctx.input_shape(0), ctx.input_shape(1), st, dl, pb, pe, y));
     ctx.set_output(0, ctx.input_dtype(0), y);
     return Status::ok();
   }
@@ -138,7 +129,7 @@ class ConvKernel : public OpKernel {
       if (Y.numel() == 0) return Status::ok();
       std::vector<int64_t> st, dl, pb, pe;
       Shape ys;
-      INGOT_RETURN_IF_ERROR(geometry(X.shape(), W.shape(), st, dl, pb, pe, ys));
+      INGOT_RETURN_IF_ERROR(sp_.conv_geometry(X.shape(), W.shape(), st, dl, pb, pe, ys));
       bool has_b = ctx.has_input(2);
       Tensor Xf = to_f32(X), Wf = to_f32(W), Bf = has_b ? to_f32(ctx.input(2)) : Tensor();
       Tensor Yf = Y.dtype() == DType::kFloat32 ? Y : Tensor(DType::kFloat32, Y.shape());

@@ -171,6 +171,17 @@ struct Spatial {
     return Status::ok();
   }
 
+  // A forward convolution's output [N, M, spatial...] for X [N, C, ...] and W [M, C/group, k...],
+  // with the resolved strides, dilations and pads.
+  Status conv_geometry(const Shape& x, const Shape& w, std::vector<int64_t>& st, std::vector<int64_t>& dl,
+                       std::vector<int64_t>& pb, std::vector<int64_t>& pe, Shape& y) const {
+    Shape in(x.begin() + 2, x.end()), k(w.begin() + 2, w.end()), out;
+    INGOT_RETURN_IF_ERROR(resolve(in, k, st, dl, pb, pe, out, false));
+    y = {x[0], w[0]};
+    y.insert(y.end(), out.begin(), out.end());
+    return Status::ok();
+  }
+
   // Output spatial dims and begin/end pads of a forward window op (Conv, pools).
   Status resolve(const Shape& in, const std::vector<int64_t>& kernel, std::vector<int64_t>& st,
                  std::vector<int64_t>& dl, std::vector<int64_t>& pb, std::vector<int64_t>& pe, Shape& out,

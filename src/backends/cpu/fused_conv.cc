@@ -174,15 +174,6 @@ class FusedConvKernel : public OpKernel {
     });
   }
 
-  Status geometry(const Shape& x, const Shape& w, std::vector<int64_t>& st, std::vector<int64_t>& dl,
-                  std::vector<int64_t>& pb, std::vector<int64_t>& pe, Shape& y) const {
-    Shape in(x.begin() + 2, x.end()), k(w.begin() + 2, w.end()), out;
-    INGOT_RETURN_IF_ERROR(sp_.resolve(in, k, st, dl, pb, pe, out, false));
-    y = {x[0], w[0]};
-    y.insert(y.end(), out.begin(), out.end());
-    return Status::ok();
-  }
-
   Status infer(InferContext& ctx) const override {
     if (ctx.num_inputs() < 2 || ctx.num_inputs() > 4 || !ctx.has_input(0) || !ctx.has_input(1))
       return invalid_model("needs 2 to 4 inputs (X, W, B, Z), got " + std::to_string(ctx.num_inputs()));
@@ -214,7 +205,7 @@ class FusedConvKernel : public OpKernel {
       if (x[i] == 0) return unsupported("input 0 (X) has an empty channel or spatial dim: " + shape_str(x));
     std::vector<int64_t> st, dl, pb, pe;
     Shape y;
-    INGOT_RETURN_IF_ERROR(geometry(x, w, st, dl, pb, pe, y));
+    INGOT_RETURN_IF_ERROR(sp_.conv_geometry(x, w, st, dl, pb, pe, y));
     if (ctx.has_input(3)) {
       // The pass checked Z against the conv output for the shapes it optimized for; other
       // shapes may make Z broadcast (a dim of 1), which the slow path handles.
@@ -237,7 +228,7 @@ class FusedConvKernel : public OpKernel {
       if (Y.numel() == 0) return Status::ok();
       std::vector<int64_t> st, dl, pb, pe;
       Shape ys, xs = to_logical(X.shape(), x_cl_);
-      INGOT_RETURN_IF_ERROR(geometry(xs, W.shape(), st, dl, pb, pe, ys));
+      INGOT_RETURN_IF_ERROR(sp_.conv_geometry(xs, W.shape(), st, dl, pb, pe, ys));
       bool has_b = ctx.has_input(2), has_z = ctx.has_input(3);
       bool fuse_z = has_z && to_logical(ctx.input(3).shape(), z_cl_) == ys;
       bool w_const = w_f32_.defined() && W.raw() == w_src_;
