@@ -459,5 +459,160 @@ TEST(DnnlQuant, MatMulIntegerAndConvInteger) {
   expect_error(run_status("MatMulInteger", {A, random_tensor({5, 4}, 1)}, 1), "input 1 has dtype float32");
 }
 
+
+// ---------------------------------------------------------------- oneDNN pooling vs naive loops
+namespace pool_ref {
+
+struct Case {
+  Shape x;
+  std::vector<int64_t> k, st, pads;  // pads: begins then ends (empty: none)
+  bool ceil = false;
+  std::string auto_pad = "NOTSET";
+};
+
+// The output tensor (uninitialized) of a pooling case, sized by the ONNX rules.
+Tensor out_tensor(const Case& c) {
+  size_t nd = c.x.size() - 2;
+  std::vector<int64_t> pb(nd, 0), pe(nd, 0), out(nd), st = c.st.empty() ? std::vector<int64_t>(nd, 1) : c.st;
+  for (size_t d = 0; d < nd; ++d) {
+    int64_t in = c.x[d + 2];
+    if (c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER") {
+      out[d] = (in + st[d] - 1) / st[d];
+      int64_t total = std::max<int64_t>(0, (out[d] - 1) * st[d] + c.k[d] - in);
+      pb[d] = c.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe[d] = total - pb[d];
+      continue;
+    }
+    if (!c.pads.empty()) pb[d] = c.pads[d], pe[d] = c.pads[d + nd];
+    int64_t span = in + pb[d] + pe[d] - c.k[d];
+    if (c.ceil) {
+      out[d] = (span + st[d] - 1) / st[d] + 1;
+      if ((out[d] - 1) * st[d] >= in + pb[d]) out[d]--;
+    } else {
+      out[d] = span / st[d] + 1;
+    }
+  }
+  Shape ys{c.x[0], c.x[1]};
+  ys.insert(ys.end(), out.begin(), out.end());
+  Tensor Y(DType::kFloat32, ys);
+  return Y;
+}
+
+// Naive N-d MaxPool / AveragePool following the ONNX rules (no dilation).
+void fill(const Case& c, const Tensor& X, Tensor& Y, bool max, bool cip) {
+  size_t nd = c.x.size() - 2;
+  std::vector<int64_t> pb(nd, 0), pe(nd, 0), st = c.st.empty() ? std::vector<int64_t>(nd, 1) : c.st;
+  Shape in(c.x.begin() + 2, c.x.end()), out(Y.shape().begin() + 2, Y.shape().end());
+  for (size_t d = 0; d < nd; ++d) {
+    if (c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER") {
+      int64_t total = std::max<int64_t>(0, (out[d] - 1) * st[d] + c.k[d] - in[d]);
+      pb[d] = c.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe[d] = total - pb[d];
+    } else if (!c.pads.empty()) {
+      pb[d] = c.pads[d], pe[d] = c.pads[d + nd];
+    }
+  }
+  int64_t planes = c.x[0] * c.x[1], ip = shape_numel(in), op = shape_numel(out), kn = shape_numel(c.k);
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t o = 0; o < op; ++o) {
+      std::vector<int64_t> oc(nd);
+      for (int64_t r = o, d = int64_t(nd) - 1; d >= 0; --d) oc[size_t(d)] = r % out[size_t(d)], r /= out[size_t(d)];
+      double s = 0, best = -INFINITY;
+      int64_t n = 0, npad = 0;
+      for (int64_t e = 0; e < kn; ++e) {
+        int64_t lin = 0;
+        bool inside = true, padded = true;
+        for (int64_t r = e, d = int64_t(nd) - 1; d >= 0; --d) {
+          size_t u = size_t(d);
+          int64_t pos = oc[u] * st[u] - pb[u] + r % c.k[u];
+          r /= c.k[u];
+          if (pos < 0 || pos >= in[u]) inside = false;
+          if (pos < -pb[u] || pos >= in[u] + pe[u]) padded = false;
+          int64_t stride = 1;
+          for (size_t q = u + 1; q < nd; ++q) stride *= in[q];
+          lin += pos * stride;
+        }
+        npad += padded;
+        if (!inside) continue;
+        float v = X.data<float>()[pl * ip + lin];
+        s += v, ++n, best = std::max(best, double(v));
+      }
+      Y.data<float>()[pl * op + o] = float(max ? best : s / double(cip ? npad : n));
+    }
+}
+
+Attributes case_attrs(const Case& c, bool cip) {
+  Attributes a;
+  a.set("kernel_shape", ints_attr(c.k));
+  if (!c.st.empty()) a.set("strides", ints_attr(c.st));
+  if (!c.pads.empty()) a.set("pads", ints_attr(c.pads));
+  if (c.ceil) a.set("ceil_mode", int_attr(1));
+  if (c.auto_pad != "NOTSET") a.set("auto_pad", string_attr(c.auto_pad));
+  if (cip) a.set("count_include_pad", int_attr(1));
+  return a;
+}
+
+std::vector<Case> cases() {
+  return {
+      {{2, 3, 8, 8}, {3, 3}, {2, 2}, {1, 1, 1, 1}},            // ResNet stem shape, scaled down
+      {{1, 4, 9, 10}, {3, 3}, {2, 2}, {1, 1, 1, 1}, true},      // ceil_mode with an overflowing last window
+      {{2, 2, 7, 7}, {2, 2}, {2, 2}, {}, true},                 // ceil_mode, no pads
+      {{1, 3, 11, 6}, {3, 2}, {2, 1}, {0, 1, 2, 0}},            // asymmetric pads, strides
+      {{1, 3, 11, 6}, {3, 2}, {3, 2}, {2, 1, 1, 1}, true},      // asymmetric pads + ceil_mode
+      {{1, 2, 6, 7}, {4, 4}, {}, {}},                           // default strides
+      {{1, 2, 7, 5}, {3, 3}, {2, 2}, {}, false, "SAME_UPPER"},
+      {{1, 2, 7, 5}, {2, 2}, {2, 2}, {}, false, "SAME_LOWER"},
+      {{2, 3, 13}, {3}, {2}, {1, 1}, true},                     // 1-D
+      {{1, 2, 5, 6, 7}, {2, 3, 2}, {2, 1, 2}, {1, 0, 1, 0, 1, 1}, true},  // 3-D
+      {{1, 1, 4, 4}, {3, 3}, {1, 1}, {2, 2, 2, 2}},             // pads = kernel - 1
+  };
+}
+
+}  // namespace pool_ref
+
+TEST(DnnlPool, OneDnnPathMatchesNaiveLoops) {
+  uint32_t seed = 900;
+  for (const auto& c : pool_ref::cases()) {
+    Tensor X = random_tensor(c.x, seed++);
+    SCOPED_TRACE(shape_str(c.x) + " k=" + shape_str(c.k) + " ceil=" + std::to_string(c.ceil) + " " + c.auto_pad);
+    // MaxPool, one output (oneDNN where eligible) and with Indices (always the loop).
+    Tensor want = pool_ref::out_tensor(c);
+    pool_ref::fill(c, X, want, true, false);
+    auto got = run_single_node("MaxPool", {X}, 1, pool_ref::case_attrs(c, false), 12);
+    ASSERT_EQ(got.size(), 1u);
+    expect_close(got[0], want, 0);
+    auto with_idx = run_single_node("MaxPool", {X}, 2, pool_ref::case_attrs(c, false), 12);
+    ASSERT_EQ(with_idx.size(), 2u);
+    expect_close(with_idx[0], got[0], 0);
+    for (int cip = 0; cip < 2; ++cip) {
+      SCOPED_TRACE("count_include_pad=" + std::to_string(cip));
+      Tensor wa = pool_ref::out_tensor(c);
+      pool_ref::fill(c, X, wa, false, cip);
+      auto ga = run_single_node("AveragePool", {X}, 1, pool_ref::case_attrs(c, cip), 19);
+      ASSERT_EQ(ga.size(), 1u);
+      expect_close(ga[0], wa, 1e-5);
+    }
+  }
+}
+
+TEST(DnnlPool, OneDnnPathRepeatedShapesAndLargerPlanes) {
+  // Cached primitives: same kernel instance, two input shapes, run twice each.
+  pool_ref::Case c{{2, 16, 30, 30}, {3, 3}, {2, 2}, {1, 1, 1, 1}};
+  EngineOptions o;
+  auto e = Engine::from_model(single_node_model("MaxPool", {random_tensor(c.x, 1)}, 1, pool_ref::case_attrs(c, false), 12), o);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  auto ctx = (*e)->create_context();
+  for (int it = 0; it < 4; ++it) {
+    pool_ref::Case ci = c;
+    ci.x = it % 2 ? Shape{1, 16, 17, 23} : c.x;
+    Tensor X = random_tensor(ci.x, 50 + it);
+    Tensor want = pool_ref::out_tensor(ci);
+    pool_ref::fill(ci, X, want, true, false);
+    auto out = ctx->run({{"in0", X}});
+    ASSERT_TRUE(out.has_value()) << out.status().message();
+    expect_close((*out)[0].tensor, want, 0);
+  }
+}
+
 }  // namespace
 }  // namespace ingot::testing

@@ -277,4 +277,24 @@ TEST(FuseAttention, KernelRejectsBadInputs) {
   EXPECT_NE(s.message().find("num_heads"), std::string::npos) << s.message();
 }
 
+// Head sizes and key counts that fill whole vector tiles and leave tails (D = 64 and 40, 150
+// keys over three query blocks), on the AVX-512 microkernels and the AVX2 ones.
+TEST(FuseAttention, KernelTilesAndTailsBothIsas) {
+  for (bool avx2 : {false, true}) {
+    if (avx2) setenv("INGOT_ATTENTION_NO_AVX512", "1", 1);
+    Case c;
+    // No W_out: a 128-deep output projection alone would exceed the 1e-4 absolute tolerance in float.
+    c.S = 150, c.E = 128, c.H = 2, c.out_proj = false, c.scale = 0.125f;
+    c.mask_kind = "add", c.mask_shape = {c.B, 1, 1, c.S};
+    run_case(c, [&](Tensor& m) {
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t j = 0; j < c.S; ++j) m.data<float>()[b * c.S + j] = j < c.S - 37 * b ? 0.25f * float(j % 3) : -INFINITY;
+    });
+    Case d;
+    d.S = 70, d.E = 80, d.H = 2, d.B = 1, d.causal = true, d.out_proj = false, d.scale = 0.15f;
+    run_case(d);
+    if (avx2) unsetenv("INGOT_ATTENTION_NO_AVX512");
+  }
+}
+
 }  // namespace

@@ -22,12 +22,14 @@
 // Implementation: the QKV projection is one oneDNN matmul whose weights are reordered into
 // oneDNN's preferred layout once (prepare(), for constant weights); then every (batch, head,
 // block of 64 queries) is an independent task: K_h is packed transposed and V_h contiguous into
-// per-task scratch, scores/softmax/context run row-block by row-block in cache, and the context is
-// written straight into [B*S, N] (no transposed tensors are materialised). Keys that are masked
+// per-task scratch, scores/softmax/context run row-block by row-block in cache (register-tiled
+// QKᵀ and P·V microkernels, attention_util.h, AVX-512 when the CPU has it, else AVX2), and the
+// context is written straight into [B*S, N] (no transposed tensors are materialised). Keys that are masked
 // with -inf at the end of every row of a block (padding, causal) are never computed. The output
 // projection is a second pre-packed matmul.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -112,6 +114,21 @@ class PackedLinear {
   mutable std::mutex mu_;
   mutable std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;
 };
+
+// The attention core compiled twice: for AVX-512 (chosen at run time) and for the AVX2 baseline.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) __attribute__((noinline)) void core_avx512(
+    const attention_util::Core& c, int64_t begin, int64_t end) {
+  attention_util::core_tasks<16>(c, begin, end);
+}
+__attribute__((noinline)) void core_avx2(const attention_util::Core& c, int64_t begin, int64_t end) {
+  attention_util::core_tasks<8>(c, begin, end);
+}
+// INGOT_ATTENTION_NO_AVX512 (any value) forces the AVX2 build, so tests can cover it.
+bool has_avx512() {
+  static const bool cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return cpu && !std::getenv("INGOT_ATTENTION_NO_AVX512");
+}
 
 std::unique_ptr<float[]> uninit(int64_t n) { return std::unique_ptr<float[]>(new float[size_t(std::max<int64_t>(n, 1))]); }
 
@@ -279,86 +296,22 @@ class AttentionKernel : public OpKernel {
     return Status::ok();
   }
 
-  // The attention core: qkv [B*S, 3N] -> context [B*S, N].
+  // The attention core: qkv [B*S, 3N] -> context [B*S, N], on AVX-512 where the CPU has it.
   void heads(const Dims& d, const float* qkv, const Tensor& mask, const MaskStrides& ms, float* context) const {
-    constexpr int64_t kBlock = 64;
-    const int64_t S = d.S, D = d.D, ld = 3 * d.N;
-    const int64_t qblocks = (S + kBlock - 1) / kBlock;
     const float kNegInf = -std::numeric_limits<float>::infinity();
-    // Masked keys can be skipped only when masking means exactly "probability 0".
-    const bool skippable = mask_kind_ == MaskKind::kAdd || (mask_kind_ == MaskKind::kBool && filter_ == kNegInf);
-    const float* madd = mask_kind_ == MaskKind::kAdd ? mask.data<float>() : nullptr;
-    const bool* mbool = mask_kind_ == MaskKind::kBool ? mask.data<bool>() : nullptr;
-
-    parallel_for(d.B * d.H * qblocks, std::max<int64_t>(1, kBlock * S * D * 2), [&](int64_t begin, int64_t end) {
-      auto kt = uninit(D * S), v = uninit(S * D), sbuf = uninit(4 * S);
-      int64_t packed_bh = -1;
-      for (int64_t task = begin; task < end; ++task) {
-        int64_t bh = task / qblocks, qb = task % qblocks, b = bh / d.H, h = bh % d.H;
-        int64_t q0 = qb * kBlock, q1 = std::min(S, q0 + kBlock);
-        // Keys any query of this block can see.
-        int64_t nkeys = causal_ ? q1 : S;
-        std::vector<int64_t> limit(size_t(q1 - q0), nkeys);
-        for (int64_t i = q0; i < q1; ++i) {
-          int64_t& n = limit[size_t(i - q0)];
-          if (causal_) n = std::min(n, i + 1);
-          if (skippable) {
-            const int64_t base = b * ms.b + h * ms.h + i * ms.q;
-            while (n > 0 && (madd ? madd[base + (n - 1) * ms.k] == kNegInf : !mbool[base + (n - 1) * ms.k])) --n;
-          }
-        }
-        nkeys = *std::max_element(limit.begin(), limit.end());
-        if (bh != packed_bh) {  // K_h transposed to [D, S] and V_h to [S, D], once per head
-          const float* kp = qkv + b * S * ld + d.N + h * D;
-          const float* vp = kp + d.N;
-          for (int64_t j = 0; j < S; ++j) {
-            for (int64_t e = 0; e < D; ++e) kt[size_t(e * S + j)] = kp[j * ld + e];
-            std::copy_n(vp + j * ld, D, v.get() + j * D);
-          }
-          packed_bh = bh;
-        }
-        for (int64_t i0 = q0; i0 < q1; i0 += 4) {
-          int R = int(std::min<int64_t>(4, q1 - i0));
-          const float* q[4];
-          float* s[4];
-          float* o[4];
-          for (int r = 0; r < 4; ++r) {
-            int64_t i = i0 + std::min(r, R - 1);
-            q[r] = qkv + (b * S + i) * ld + h * D;
-            s[r] = sbuf.get() + r * S;
-            o[r] = context + (b * S + i) * d.N + h * D;
-          }
-          if (nkeys == 0) {  // every key masked for every row: softmax of all -inf
-            for (int r = 0; r < R; ++r)
-              std::fill(o[r], o[r] + D, nan_to_zero_ ? 0.f : std::numeric_limits<float>::quiet_NaN());
-            continue;
-          }
-          if (R == 4) attention_util::scores_rows<4>(q, kt.get(), S, D, nkeys, s);
-          else for (int r = 0; r < R; ++r) attention_util::scores_rows<1>(&q[r], kt.get(), S, D, nkeys, &s[r]);
-          for (int r = 0; r < R; ++r) {
-            int64_t i = i0 + r, n = limit[size_t(i - q0)];
-            float* sr = s[r];
-            const int64_t base = b * ms.b + h * ms.h + i * ms.q;
-            if (madd) {
-              for (int64_t j = 0; j < n; ++j) sr[j] = sr[j] * scale_ + madd[base + j * ms.k];
-            } else if (mbool) {
-              for (int64_t j = 0; j < n; ++j) sr[j] = sr[j] * scale_ + (mbool[base + j * ms.k] ? 0.f : filter_);
-            } else {
-#pragma omp simd
-              for (int64_t j = 0; j < n; ++j) sr[j] *= scale_;
-            }
-            if (n == 0 && nkeys > 0) {  // this row alone is fully masked
-              std::fill(sr, sr + nkeys, kNegInf);
-              n = nkeys;
-            }
-            std::fill(sr + n, sr + nkeys, kNegInf);
-            attention_util::softmax_row(sr, nkeys, nan_to_zero_);
-          }
-          if (R == 4) attention_util::context_rows<4>(s, v.get(), D, nkeys, o);
-          else for (int r = 0; r < R; ++r) attention_util::context_rows<1>(&s[r], v.get(), D, nkeys, &o[r]);
-        }
-      }
-    });
+    attention_util::Core c{d.B, d.S, d.H, d.D, d.N, qkv, context,
+                           mask_kind_ == MaskKind::kAdd ? mask.data<float>() : nullptr,
+                           mask_kind_ == MaskKind::kBool ? mask.data<bool>() : nullptr,
+                           ms.b, ms.h, ms.q, ms.k, scale_, filter_, causal_, nan_to_zero_,
+                           // Masked keys can be skipped only when masking means exactly "probability 0".
+                           mask_kind_ == MaskKind::kAdd || (mask_kind_ == MaskKind::kBool && filter_ == kNegInf)};
+    const int64_t qblocks = (d.S + attention_util::kQueryBlock - 1) / attention_util::kQueryBlock;
+    const bool avx512 = has_avx512();
+    parallel_for(d.B * d.H * qblocks, std::max<int64_t>(1, attention_util::kQueryBlock * d.S * d.D * 4),
+                 [&](int64_t begin, int64_t end) {
+                   if (avx512) core_avx512(c, begin, end);
+                   else core_avx2(c, begin, end);
+                 });
   }
 
   int64_t heads_ = 0;

@@ -1,6 +1,8 @@
 // Pooling: MaxPool (with Indices, storage_order, dilations, ceil_mode; float types and
 // int8/uint8), AveragePool (count_include_pad, ceil_mode, dilations), LpPool, and the global
-// variants. Own loops, parallel over (N, C) planes; any number of spatial dims.
+// variants. Own loops, parallel over (N, C) planes; any number of spatial dims. float32
+// MaxPool (no Indices, no dilation) and AveragePool (no dilation) with 1-3 spatial dims run
+// oneDNN's pooling primitive instead; the loop stays the reference for everything else.
 #include <cmath>
 #include <limits>
 
@@ -21,6 +23,16 @@ struct Geometry {
   Shape in, out;  // spatial dims only
   std::vector<int64_t> k, st, dl, pb, pe;
 };
+
+struct PoolPrim {
+  dnnl::pooling_forward prim;
+  dnnl::pooling_forward::primitive_desc pd;
+};
+
+dnnl::memory::format_tag plain_tag(size_t rank) {
+  using ft = dnnl::memory::format_tag;
+  return rank == 3 ? ft::abc : rank == 4 ? ft::abcd : ft::abcde;
+}
 
 template <class F> bool dispatch_pool(DType t, bool allow_int8, F&& f) {
   if (allow_int8 && t == DType::kInt8) { f(TypeTag<int8_t>{}); return true; }
@@ -82,6 +94,41 @@ class PoolKernel : public OpKernel {
     INGOT_RETURN_IF_ERROR(geometry(X.shape(), g));
     Tensor& Y = ctx.output(0);
     int64_t* idx = ctx.has_output(1) ? ctx.output(1).data<int64_t>() : nullptr;
+    dnnl::algorithm alg;
+    std::vector<int64_t> pr;
+    if (!idx && dnnl_eligible(X, g, alg, pr)) {
+      bool rejected = false;
+      Status s = dnnl_util::guard([&]() -> Status {
+        auto p = cache_.get(dnnl_util::key_of({X.shape(), g.k, g.st, g.pb, pr, {int64_t(alg)}}),
+                            [&]() -> std::shared_ptr<PoolPrim> {
+                              using md = dnnl::memory::desc;
+                              auto tag = plain_tag(X.rank());
+                              md src(dnnl_util::to_dims(X.shape()), dnnl::memory::data_type::f32, tag);
+                              md dst(dnnl_util::to_dims(Y.shape()), dnnl::memory::data_type::f32, tag);
+                              dnnl::memory::dims st(g.st.begin(), g.st.end()), k(g.k.begin(), g.k.end()),
+                                  pl(g.pb.begin(), g.pb.end()), prd(pr.begin(), pr.end());
+                              try {
+                                dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, st,
+                                                              k, pl, prd);
+                                dnnl::pooling_forward::primitive_desc pd(d, dnnl_util::user_scratchpad_attr(),
+                                                                         dnnl_util::cpu_engine());
+                                return std::make_shared<PoolPrim>(PoolPrim{dnnl::pooling_forward(pd), pd});
+                              } catch (const dnnl::error&) {
+                                return nullptr;  // cached: this shape keeps using the loop
+                              }
+                            });
+        if (!p) {
+          rejected = true;
+          return Status::ok();
+        }
+        auto& eng = dnnl_util::cpu_engine();
+        dnnl::memory xm(p->pd.src_desc(), eng, const_cast<float*>(X.data<float>()));
+        dnnl::memory ym(p->pd.dst_desc(), eng, Y.data<float>());
+        dnnl_util::execute(p->prim, p->pd, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
+        return Status::ok();
+      });
+      if (!s.is_ok() || !rejected) return s;
+    }
     dispatch_pool(X.dtype(), mode_ == Mode::kMax, [&](auto tag) {
       using T = typename decltype(tag)::type;
       run<T>(X, g, Y, idx);
@@ -90,6 +137,26 @@ class PoolKernel : public OpKernel {
   }
 
  private:
+  // Whether oneDNN computes exactly what the loop would: float32, 1-3 spatial dims, no
+  // dilation, every window overlapping the input; for count_include_pad, no ceil_mode window
+  // reaching past the explicit end pads (the loop does not count those). Sets the algorithm
+  // and the end pads that give oneDNN the same output size (ceil_mode).
+  bool dnnl_eligible(const Tensor& X, const Geometry& g, dnnl::algorithm& alg, std::vector<int64_t>& pr) const {
+    if (mode_ == Mode::kLp || X.dtype() != DType::kFloat32 || g.nd < 1 || g.nd > 3) return false;
+    if (X.numel() == 0 || shape_numel(g.out) == 0) return false;
+    alg = mode_ == Mode::kMax ? dnnl::algorithm::pooling_max
+          : count_include_pad_ ? dnnl::algorithm::pooling_avg_include_padding
+                               : dnnl::algorithm::pooling_avg_exclude_padding;
+    pr.assign(g.nd, 0);
+    for (size_t d = 0; d < g.nd; ++d) {
+      if (g.dl[d] != 1 || g.pb[d] >= g.k[d] || g.pe[d] >= g.k[d]) return false;
+      pr[d] = std::max<int64_t>(0, (g.out[d] - 1) * g.st[d] + g.k[d] - g.in[d] - g.pb[d]);
+      if (mode_ == Mode::kAvg && count_include_pad_ && pr[d] > g.pe[d]) return false;
+      if ((g.in[d] + g.pb[d] + pr[d] - g.k[d]) / g.st[d] + 1 != g.out[d]) return false;
+    }
+    return true;
+  }
+
   template <class T>
   void run(const Tensor& X, const Geometry& g, Tensor& Y, int64_t* idx) const {
     size_t nd = g.nd;
@@ -191,6 +258,7 @@ class PoolKernel : public OpKernel {
   int64_t storage_order_ = 0;
   bool count_include_pad_ = false;
   double p_ = 2;
+  mutable dnnl_util::Cache<PoolPrim> cache_;
 };
 
 struct MaxPoolKernel : PoolKernel { MaxPoolKernel() : PoolKernel(Mode::kMax) {} };
