@@ -13,14 +13,6 @@ using namespace dnnl_util;
 using dt = dnnl::memory::data_type;
 using md = dnnl::memory::desc;
 
-md plain_desc(const dnnl::memory::dims& d) {
-  dnnl::memory::dims s(d.size());
-  int64_t acc = 1;
-  for (int i = int(d.size()) - 1; i >= 0; --i) s[size_t(i)] = acc, acc *= d[size_t(i)];
-  return md(d, dt::f32, s);
-}
-
-md any_desc(const dnnl::memory::dims& d) { return md(d, dt::f32, dnnl::memory::format_tag::any); }
 
 struct ConvPrim {
   dnnl::primitive prim;

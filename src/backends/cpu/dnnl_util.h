@@ -32,6 +32,18 @@ inline dnnl::engine& cpu_engine() {
 
 inline dnnl::memory::dims to_dims(const Shape& s) { return dnnl::memory::dims(s.begin(), s.end()); }
 
+// A dense row-major float32 memory descriptor.
+inline dnnl::memory::desc plain_desc(const dnnl::memory::dims& d) {
+  dnnl::memory::dims s(d.size());
+  int64_t acc = 1;
+  for (int i = int(d.size()) - 1; i >= 0; --i) s[size_t(i)] = acc, acc *= d[size_t(i)];
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, s);
+}
+// A float32 descriptor whose layout the primitive chooses (blocked weights, etc.).
+inline dnnl::memory::desc any_desc(const dnnl::memory::dims& d) {
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+}
+
 inline std::string ints_str(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);

@@ -11,6 +11,15 @@
 namespace ingot {
 namespace {
 
+// Scales as float and zero points as int64 (0 where there is no zero-point input).
+std::pair<std::vector<float>, std::vector<int64_t>> read_scales(const Tensor& S, const Tensor* Z) {
+  std::vector<float> scale(size_t(S.numel()));
+  for (int64_t i = 0; i < S.numel(); ++i) scale[size_t(i)] = float(S.scalar_as_double(i));
+  std::vector<int64_t> zp(size_t(S.numel()), 0);
+  if (Z) for (int64_t i = 0; i < Z->numel() && i < S.numel(); ++i) zp[size_t(i)] = Z->scalar_as_int(i);
+  return {std::move(scale), std::move(zp)};
+}
+
 template <class F> bool dispatch_qtype(DType t, F&& f) {
   switch (t) {
     case DType::kInt8: f(TypeTag<int8_t>{}); return true;
@@ -103,10 +112,7 @@ class QuantizeLinearKernel : public OpKernel {
     Tensor& Y = ctx.output(0);
     ParamMap pm;
     INGOT_RETURN_IF_ERROR(make_param_map(X.shape(), S.shape(), Z ? &Z->shape() : nullptr, axis_, block_, "y_scale", pm));
-    std::vector<float> scale(size_t(S.numel()));
-    for (int64_t i = 0; i < S.numel(); ++i) scale[size_t(i)] = float(S.scalar_as_double(i));
-    std::vector<int64_t> zp(size_t(S.numel()), 0);
-    if (Z) for (int64_t i = 0; i < Z->numel(); ++i) zp[size_t(i)] = Z->scalar_as_int(i);
+    const auto [scale, zp] = read_scales(S, Z);
     dispatch_qtype(Y.dtype(), [&](auto tag) {
       using Q = typename decltype(tag)::type;
       Q* y = Y.data<Q>();
@@ -165,10 +171,7 @@ class DequantizeLinearKernel : public OpKernel {
     Tensor& Y = ctx.output(0);
     ParamMap pm;
     INGOT_RETURN_IF_ERROR(make_param_map(X.shape(), S.shape(), Z ? &Z->shape() : nullptr, axis_, block_, "x_scale", pm));
-    std::vector<float> scale(size_t(S.numel()));
-    for (int64_t i = 0; i < S.numel(); ++i) scale[size_t(i)] = float(S.scalar_as_double(i));
-    std::vector<int64_t> zp(size_t(S.numel()), 0);
-    if (Z) for (int64_t i = 0; i < Z->numel(); ++i) zp[size_t(i)] = Z->scalar_as_int(i);
+    const auto [scale, zp] = read_scales(S, Z);
     dispatch_float(Y.dtype(), [&](auto ytag) {
       using F = typename decltype(ytag)::type;
       F* y = Y.data<F>();
