@@ -40,24 +40,15 @@ Expected<Profile> parse_profile_flag(const std::string& spec) {
   return p;
 }
 
-// A JSON file: [{"min": {"input_ids": [1, 1]}, "opt": {...}, "max": {...}}, ...]
+// A JSON file in the engine manifest's profile form (see runtime/profile.h).
 Expected<std::vector<Profile>> read_profiles_file(const std::string& path) {
   std::ifstream f(path);
   if (!f) return not_found(path + ": no such file");
-  std::vector<Profile> out;
-  try {
-    nlohmann::json j = nlohmann::json::parse(f);
-    for (const auto& p : j) {
-      Profile prof;
-      for (const auto& [k, v] : p.at("min").items()) prof.min[k] = v.get<Shape>();
-      for (const auto& [k, v] : p.at("opt").items()) prof.opt[k] = v.get<Shape>();
-      for (const auto& [k, v] : p.at("max").items()) prof.max[k] = v.get<Shape>();
-      out.push_back(std::move(prof));
-    }
-  } catch (const std::exception& e) {
-    return invalid_argument(path + ": not a profiles file (expected a JSON list of {min, opt, max}): " + e.what());
-  }
-  return out;
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid_argument(path + ": not a profiles file (not valid JSON)");
+  auto ps = profiles_from_json(j);
+  if (!ps) return ps.status().with_context(path + ": ");
+  return ps;
 }
 
 int run_build(const BuildOptions& o) {

@@ -19,24 +19,6 @@ bool cpu_has(const std::string& isa) {
   return false;
 }
 
-nlohmann::json shape_map_json(const std::map<std::string, Shape>& m) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : m) j[k] = v;
-  return j;
-}
-
-Expected<std::vector<Profile>> profiles_from_json(const nlohmann::json& j) {
-  std::vector<Profile> out;
-  for (const auto& p : j) {
-    Profile prof;
-    for (const auto& [k, v] : p.at("min").items()) prof.min[k] = v.get<Shape>();
-    for (const auto& [k, v] : p.at("opt").items()) prof.opt[k] = v.get<Shape>();
-    for (const auto& [k, v] : p.at("max").items()) prof.max[k] = v.get<Shape>();
-    out.push_back(prof);
-  }
-  return out;
-}
-
 Status apply_precision(Model& m, const std::string& precision) {
   if (precision == "fp32") return Status::ok();
   if (precision == "fp16") {
@@ -73,7 +55,7 @@ Expected<std::shared_ptr<Engine>> Engine::load(const std::string& path, const En
     eo.device = device;
     eo.precision = man.at("precision").get<std::string>();
     auto profiles = profiles_from_json(man.at("profiles"));
-    if (!profiles) return profiles.status();
+    if (!profiles) return profiles.status().with_context(path + ": engine manifest: ");
     eo.profiles = std::move(*profiles);
   } catch (const std::exception& ex) {
     return invalid_model(path + ": engine manifest is missing fields: " + ex.what());
@@ -91,10 +73,7 @@ Status Engine::save(const std::string& path) const {
   man["isa"] = required_isa(opts_.precision);
   man["precision"] = opts_.precision;
   man["source_model"] = model_.path;
-  nlohmann::json profiles = nlohmann::json::array();
-  for (const Profile& p : opts_.profiles)
-    profiles.push_back({{"min", shape_map_json(p.min)}, {"opt", shape_map_json(p.opt)}, {"max", shape_map_json(p.max)}});
-  man["profiles"] = profiles;
+  man["profiles"] = profiles_to_json(opts_.profiles);
   nlohmann::json passes = nlohmann::json::array();
   for (const PassReport& r : pass_reports_) passes.push_back({{"name", r.name}, {"rewrites", r.rewrites}});
   man["passes"] = passes;

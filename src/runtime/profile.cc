@@ -65,6 +65,34 @@ bool profile_contains(const Profile& p, const std::map<std::string, Shape>& shap
   return true;
 }
 
+Expected<std::vector<Profile>> profiles_from_json(const nlohmann::json& j) {
+  std::vector<Profile> out;
+  try {
+    for (const auto& p : j) {
+      Profile prof;
+      for (const auto& [k, v] : p.at("min").items()) prof.min[k] = v.get<Shape>();
+      for (const auto& [k, v] : p.at("opt").items()) prof.opt[k] = v.get<Shape>();
+      for (const auto& [k, v] : p.at("max").items()) prof.max[k] = v.get<Shape>();
+      out.push_back(std::move(prof));
+    }
+  } catch (const std::exception& e) {
+    return invalid_argument(std::string("not a list of {\"min\", \"opt\", \"max\"} profiles: ") + e.what());
+  }
+  return out;
+}
+
+nlohmann::json profiles_to_json(const std::vector<Profile>& profiles) {
+  auto shapes = [](const std::map<std::string, Shape>& m) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& [k, v] : m) o[k] = v;
+    return o;
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (const Profile& p : profiles)
+    out.push_back({{"min", shapes(p.min)}, {"opt", shapes(p.opt)}, {"max", shapes(p.max)}});
+  return out;
+}
+
 std::string describe_profiles(const std::vector<Profile>& profiles) {
   std::string out;
   for (size_t i = 0; i < profiles.size(); ++i) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ingot/status.h"
 #include "ingot/tensor.h"
 #include "ir/graph.h"
@@ -22,6 +24,10 @@ struct Profile {
 Status complete_profile(const std::string& model_path, const Graph& g, Profile& p);
 // True when every input shape lies within [min, max] of the profile.
 bool profile_contains(const Profile& p, const std::map<std::string, Shape>& shapes);
+// JSON form, as engine manifests and `ingot build --profiles` files hold it:
+// [{"min": {"input_ids": [1, 1]}, "opt": {...}, "max": {...}}, ...]. Malformed JSON is an error.
+Expected<std::vector<Profile>> profiles_from_json(const nlohmann::json& j);
+nlohmann::json profiles_to_json(const std::vector<Profile>& profiles);
 // "input_ids: 1x1 .. 8x512" lines for messages.
 std::string describe_profiles(const std::vector<Profile>& profiles);
 

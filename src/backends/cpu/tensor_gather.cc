@@ -72,13 +72,7 @@ class GatherElementsKernel : public OpKernel {
     const Shape& is = ctx.input_shape(1);
     if (d.empty()) return invalid_argument("input 0 (data) must have rank >= 1, got a scalar");
     INGOT_ASSIGN_OR_RETURN(int a, normalize_axis(axis_, int(d.size())));
-    if (is.size() != d.size())
-      return invalid_argument("input 1 (indices) has shape " + shape_str(is) + " but must have the rank of data " +
-                              shape_str(d));
-    for (size_t k = 0; k < d.size(); ++k)
-      if (int(k) != a && is[k] > d[k])
-        return invalid_argument("input 1 (indices) shape " + shape_str(is) + " exceeds data shape " + shape_str(d) +
-                                " on axis " + std::to_string(k));
+    INGOT_RETURN_IF_ERROR(check_elements_indices(d, is, a));
     ctx.set_output(0, ctx.input_dtype(0), is);
     return Status::ok();
   }

@@ -137,13 +137,7 @@ class ScatterElementsKernel : public OpKernel {
     if (ctx.input_shape(2) != is)
       return invalid_argument("input 2 (updates) has shape " + shape_str(ctx.input_shape(2)) +
                               " but input 1 (indices) has shape " + shape_str(is));
-    if (is.size() != d.size())
-      return invalid_argument("input 1 (indices) has shape " + shape_str(is) + " but must have the rank of data " +
-                              shape_str(d));
-    for (size_t k = 0; k < d.size(); ++k)
-      if (int(k) != a && is[k] > d[k])
-        return invalid_argument("input 1 (indices) shape " + shape_str(is) + " exceeds data shape " + shape_str(d) +
-                                " on axis " + std::to_string(k));
+    INGOT_RETURN_IF_ERROR(check_elements_indices(d, is, a));
     ctx.set_output(0, ctx.input_dtype(0), d);
     return Status::ok();
   }

@@ -123,6 +123,18 @@ template <class T> auto arith(T v) {
 template <class T> bool is_nonzero(T v) { return arith(v) != decltype(arith(v))(0); }
 
 // Refuses output shapes whose size overflows or is absurd (shapes that come from input values).
+// GatherElements/ScatterElements: indices have data's rank and fit inside it off `axis`.
+inline Status check_elements_indices(const Shape& d, const Shape& is, int a) {
+  if (is.size() != d.size())
+    return invalid_argument("input 1 (indices) has shape " + shape_str(is) + " but must have the rank of data " +
+                            shape_str(d));
+  for (size_t k = 0; k < d.size(); ++k)
+    if (int(k) != a && is[k] > d[k])
+      return invalid_argument("input 1 (indices) shape " + shape_str(is) + " exceeds data shape " + shape_str(d) +
+                              " on axis " + std::to_string(k));
+  return Status::ok();
+}
+
 inline Status check_output_size(const Shape& s, size_t esize) {
   __int128 n = __int128(std::max<size_t>(esize, 1));
   for (int64_t d : s) {
