@@ -94,6 +94,18 @@ case $CASE in
     expect_ok "saved 1 output(s)" -- run "$M/identity.onnx" --inputs "$M/identity_in.npz" --save-outputs "$TMP/o.npz"
     /usr/bin/python3 -c 'import numpy as np,sys; a=np.load(sys.argv[1]); b=np.load(sys.argv[2]); assert a.files==["y"]; assert (a["y"]==b["x"]).all()' \
       "$TMP/o.npz" "$M/identity_in.npz" || fail "saved outputs differ from the inputs" ;;
+  build_and_run_engine)
+    expect_ok "engine:" -- build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --min-shapes x:1x4 --opt-shapes x:2x4 --max-shapes x:8x4
+    expect_ok "output 'y'  float32  [2x8]" -- run "$TMP/mlp.ingot" --shapes x:2x4 ;;
+  build_profiles_file)
+    echo '[{"min": {"x": [1, 4]}, "opt": {"x": [2, 4]}, "max": {"x": [4, 4]}}]' >"$TMP/p.json"
+    expect_ok "x 1x4..4x4" -- build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --profiles "$TMP/p.json" ;;
+  build_bad_profiles_file)
+    echo '[{"min": {"x": "wide"}}]' >"$TMP/p.json"
+    expect_error 1 "p.json: not a list of" -- build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --profiles "$TMP/p.json" ;;
+  run_engine_outside_profile)
+    "$INGOT" build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --min-shapes x:1x4 --max-shapes x:2x4 >/dev/null 2>&1 || fail "build failed"
+    expect_error 1 "input 'x' has shape 3x4, outside the engine's optimization profiles" -- run "$TMP/mlp.ingot" --shapes x:3x4 ;;
   run_mlp)
     expect_ok "output 'y'  float32  [2x8]" -- run "$M/mlp.onnx" --shapes x:2x4 ;;
   run_embed)
