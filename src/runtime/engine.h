@@ -22,6 +22,8 @@ struct EngineOptions {
   std::string device = "cpu";
   std::string precision = "fp32";  // fp32 | bf16 (matrix products in bfloat16, fp32 accumulation)
   int threads = 0;  // 0: all cores
+  bool cuda_graph = true;   // cuda: capture a CUDA graph per input shape and replay it
+  bool allow_tf32 = false;  // cuda fp32: matrix products may use TF32 tensor cores
   bool optimize = true;                      // run the optimizer passes
   std::set<std::string> disabled_passes;     // by name
   // The shapes the engine serves. None: a model with static inputs serves exactly those; a

@@ -1,0 +1,96 @@
+// Devices other than the CPU (today: CUDA GPUs) plug in here. The core sees only this
+// interface and never includes a device SDK's headers: a build without CUDA simply has no
+// "cuda" backend registered, and asking for one says so.
+//
+// A backend turns an optimized graph into a DeviceExecutor (kernels chosen, weights uploaded,
+// immutable, shared by threads); each ExecutionContext owns a DeviceContext (a stream, the
+// activation arena, pinned staging buffers, captured graphs) and runs host tensors in, host
+// tensors out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ingot/status.h"
+#include "ingot/tensor.h"
+#include "ir/graph.h"
+
+namespace ingot {
+
+struct DeviceProperties {
+  std::string name;                // "NVIDIA H100 80GB HBM3"
+  std::string compute_capability;  // "9.0"
+  std::string runtime_version;     // the CUDA runtime the backend was built with, "13.0"
+  std::string driver_version;      // the newest CUDA the driver supports, "13.0"
+  int64_t total_memory = 0;        // bytes
+};
+
+// Device memory one engine or context holds, in bytes.
+struct DeviceMemoryReport {
+  int64_t weights = 0;    // constant tensors uploaded once per engine (and kernels' packed copies)
+  int64_t arena = 0;      // activations, from the static memory plan (per context)
+  int64_t workspace = 0;  // library and kernel scratch (per context)
+  int64_t io = 0;         // input/output device buffers (per context)
+  int64_t total() const { return weights + arena + workspace + io; }
+};
+
+// An op the device cannot run, so it runs on the CPU with copies around it.
+struct FallbackOp {
+  std::string node;     // describe_node(): name, op type, index
+  std::string reason;   // "no cuda kernel", "dtype int8 not supported", ...
+  int64_t copy_bytes = -1;  // bytes copied between host and device per run at the largest shapes, -1 unknown
+};
+
+struct DeviceCreateOptions {
+  std::string precision = "fp32";  // the engine's precision, for kernels that care (tf32)
+  bool cuda_graph = true;          // capture one graph per input shape and replay it
+  bool allow_tf32 = false;         // fp32 matrix products may use TF32 tensor cores
+  // Per ValueId, the largest size in bytes over the engine's profiles (-1: unknown), or empty
+  // when shapes are unbounded: then each context plans per shape and grows its arena.
+  std::vector<int64_t> max_bytes;
+};
+
+// Timings of a context's last run, in milliseconds.
+struct DeviceRunTimes {
+  double compute_ms = 0;  // device time between events around the graph (or kernels), no copies
+  double h2d_ms = 0;      // device time of the input copies
+  double d2h_ms = 0;      // device time of the output copies
+};
+
+class DeviceContext {
+ public:
+  virtual ~DeviceContext() = default;
+  // Host inputs in the graph's input order; host outputs in the graph's output order.
+  virtual Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) = 0;
+  virtual DeviceRunTimes last_run_times() const = 0;
+  virtual DeviceMemoryReport memory() const = 0;  // this context's arena, workspace and io
+};
+
+class DeviceExecutor {
+ public:
+  virtual ~DeviceExecutor() = default;
+  virtual Expected<std::unique_ptr<DeviceContext>> create_context() const = 0;
+  virtual DeviceMemoryReport memory() const = 0;  // the engine's share: weights
+  // Activation arena of the static plan (0 when shapes are unbounded).
+  virtual int64_t arena_bytes() const = 0;
+  virtual const std::vector<FallbackOp>& fallback_ops() const = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  // The device this process would use; an error when there is none (no GPU, no driver).
+  virtual Expected<DeviceProperties> properties() const = 0;
+  virtual Expected<std::unique_ptr<DeviceExecutor>> create(const Graph& graph,
+                                                           const std::map<std::string, int64_t>& opsets,
+                                                           const DeviceCreateOptions& options) const = 0;
+};
+
+// The backend registered under `name` ("cuda"), or null when this build has none.
+const DeviceBackend* find_device_backend(const std::string& name);
+bool register_device_backend(const std::string& name, std::unique_ptr<DeviceBackend> backend);
+
+}  // namespace ingot

@@ -1,0 +1,98 @@
+// Helpers for GPU tests: every CUDA kernel is checked against the CPU reference kernels on
+// random inputs, through the same Engine API users call. Without a GPU (CI) each test skips.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../ops/op_test_util.h"
+#include "runtime/device.h"
+#include "runtime/engine.h"
+
+namespace ingot::testing {
+
+inline bool gpu_available() {
+  const DeviceBackend* b = find_device_backend("cuda");
+  return b && b->properties().has_value();
+}
+
+#define INGOT_REQUIRE_GPU()                                                     \
+  do {                                                                          \
+    if (!::ingot::testing::gpu_available()) GTEST_SKIP() << "no CUDA GPU here"; \
+  } while (0)
+
+// Random tensor of any numeric dtype: floats uniform in [lo, hi), integers in [lo, hi].
+inline Tensor random_of(DType dt, Shape shape, uint32_t seed, double lo = -1, double hi = 1) {
+  Tensor f = random_tensor(shape, seed, float(lo), float(hi));
+  Tensor t(dt, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    float v = f.data<float>()[i];
+    switch (dt) {
+      case DType::kFloat32: t.data<float>()[i] = v; break;
+      case DType::kFloat16: t.data<float16>()[i] = float16(v); break;
+      case DType::kBFloat16: t.data<bfloat16>()[i] = bfloat16(v); break;
+      case DType::kInt64: t.data<int64_t>()[i] = int64_t(std::lround(v)); break;
+      case DType::kInt32: t.data<int32_t>()[i] = int32_t(std::lround(v)); break;
+      case DType::kBool: t.data<bool>()[i] = v > 0.5 * (lo + hi); break;
+      default: ADD_FAILURE() << "random_of: dtype " << dtype_name(dt); return t;
+    }
+  }
+  return t;
+}
+
+// Runs `model` on a device and precision; fails the test on error.
+inline std::vector<Tensor> run_model_on(const Model& model, const std::map<std::string, Tensor>& feeds,
+                                        const std::string& device, const std::string& precision = "fp32",
+                                        bool cuda_graph = true) {
+  EngineOptions o;
+  o.device = device;
+  o.precision = precision;
+  o.cuda_graph = cuda_graph;
+  auto e = Engine::from_model(model, o);
+  EXPECT_TRUE(e.has_value()) << device << ": " << e.status().message();
+  if (!e) return {};
+  auto out = (*e)->create_context()->run(feeds);
+  EXPECT_TRUE(out.has_value()) << device << ": " << out.status().message();
+  std::vector<Tensor> r;
+  if (out) for (auto& nt : *out) r.push_back(nt.tensor);
+  return r;
+}
+
+// Element i of any float or integer tensor as double.
+inline double element(const Tensor& t, int64_t i) { return t.scalar_as_double(i); }
+
+// Expects |a - b| <= atol + rtol·|b| elementwise (b the reference), same dtype and shape.
+inline void expect_close(const Tensor& a, const Tensor& b, double atol, double rtol, const std::string& what) {
+  ASSERT_EQ(a.dtype(), b.dtype()) << what;
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = element(a, i), y = element(b, i);
+    double err = std::fabs(x - y);
+    if (std::isnan(x) != std::isnan(y) || err > atol + rtol * std::fabs(y)) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+    if (!std::isnan(err)) worst = std::max(worst, err);
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << a.numel() << " elements differ (first at " << first
+                    << ": " << (first >= 0 ? element(a, first) : 0) << " vs " << (first >= 0 ? element(b, first) : 0)
+                    << "), max abs error " << worst;
+}
+
+// Runs a single-node model on the CPU (fp32 reference) and on CUDA, and compares every output.
+inline void expect_cuda_matches_cpu(const Model& model, const std::map<std::string, Tensor>& feeds, double atol,
+                                    double rtol, const std::string& what, bool cuda_graph = true) {
+  auto ref = run_model_on(model, feeds, "cpu");
+  auto got = run_model_on(model, feeds, "cuda", "fp32", cuda_graph);
+  ASSERT_EQ(ref.size(), got.size()) << what;
+  for (size_t i = 0; i < ref.size(); ++i) expect_close(got[i], ref[i], atol, rtol, what + ", output " + std::to_string(i));
+}
+
+}  // namespace ingot::testing
