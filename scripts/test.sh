@@ -19,6 +19,9 @@ grep -E '\*\*\*(Failed|Exception|Timeout)|Not Run' "$log" | sed -E 's/^ *[0-9]+\
 passed=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* +Passed +[0-9.]+ sec' "$log")
 failed=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Not Run)' "$log")
 skipped=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*Skipped' "$log")
+gpu_skipped=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: gpu\..*\*\*\*Skipped' "$log")
+gpu_run=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: gpu\..* +Passed +[0-9.]+ sec' "$log")
+echo "GPU tests: $gpu_run run, $gpu_skipped skipped (no CUDA GPU here; scripts/gpu-check.sh runs them on one)"
 echo "full log: $log"
 echo "$passed passed, $failed failed, $skipped skipped"
 if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then exit 1; fi

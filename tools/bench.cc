@@ -49,6 +49,7 @@ constexpr const char* kShapeRule =
     "grows); RSS delta is that minus the peak before the model was loaded.";
 
 struct BenchOptions {
+  DeviceFlags device;
   std::string model;
   std::string shapes;
   std::string batch, seq;
@@ -150,6 +151,10 @@ struct TempDir {
 struct Side {
   std::vector<double> ms;
   bench::LatencyStats stats;
+  // Device engines: GPU time of each run between CUDA events around the graph replay (no
+  // copies), and of its input and output copies.
+  std::vector<double> gpu_ms, h2d_ms, d2h_ms;
+  bench::LatencyStats gpu_stats;
   int64_t peak_rss_kb = 0, rss_delta_kb = 0;
   double total_ms() const {
     double total = 0;
@@ -183,6 +188,18 @@ nlohmann::json side_json(const Side& s, int64_t batch) {
           {"peak_rss_kb", s.peak_rss_kb},
           {"rss_delta_kb", s.rss_delta_kb},
           {"latencies_ms", s.ms}};
+}
+
+nlohmann::json gpu_json(const Side& s) {
+  auto mean = [](const std::vector<double>& v) {
+    double t = 0;
+    for (double x : v) t += x;
+    return v.empty() ? 0.0 : t / double(v.size());
+  };
+  return {{"count", s.gpu_stats.count},      {"mean_ms", s.gpu_stats.mean},     {"median_ms", s.gpu_stats.median},
+          {"p90_ms", s.gpu_stats.p90},       {"p95_ms", s.gpu_stats.p95},       {"p99_ms", s.gpu_stats.p99},
+          {"min_ms", s.gpu_stats.min},       {"max_ms", s.gpu_stats.max},       {"stddev_ms", s.gpu_stats.stddev},
+          {"h2d_mean_ms", mean(s.h2d_ms)},   {"d2h_mean_ms", mean(s.d2h_ms)},   {"gpu_ms", s.gpu_ms}};
 }
 
 std::vector<std::string> side_row(const Side& s, int64_t batch) {
@@ -232,6 +249,7 @@ int run_bench(const BenchOptions& o) {
   int64_t rss_before_kb = self_max_rss_kb();
   EngineOptions eo;
   eo.threads = o.threads;
+  apply_device_flags(o.device, eo);
   auto engine_or = Engine::load(o.model, eo);
   if (!engine_or) return error(engine_or.status());
   std::shared_ptr<Engine> engine = *engine_or;
@@ -428,6 +446,12 @@ int run_bench(const BenchOptions& o) {
         auto t1 = clock::now();
         if (!outs) return outs.status();
         if (out) out->push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (out && ctx->device()) {
+          DeviceRunTimes dt = ctx->device()->last_run_times();
+          r.ingot.gpu_ms.push_back(dt.compute_ms);
+          r.ingot.h2d_ms.push_back(dt.h2d_ms);
+          r.ingot.d2h_ms.push_back(dt.d2h_ms);
+        }
       }
       return Status::ok();
     };
@@ -477,6 +501,7 @@ int run_bench(const BenchOptions& o) {
       }
     }
     r.ingot.stats = bench::summarize(r.ingot.ms);
+    if (!r.ingot.gpu_ms.empty()) r.ingot.gpu_stats = bench::summarize(r.ingot.gpu_ms);
     r.ingot.peak_rss_kb = self_max_rss_kb();
     r.ingot.rss_delta_kb = r.ingot.peak_rss_kb - rss_before_kb;
     if (peer) {
@@ -535,6 +560,37 @@ int run_bench(const BenchOptions& o) {
     std::cout << "\n" << bench::markdown_table(h2, r2, ratio_rows);
     std::cout << "ingot/ORT is the ratio of medians: below 1 means ingot is faster.\n";
   }
+  if (engine->device()) {
+    // trtexec's split: GPU compute (CUDA events around the replayed graph) against the host's
+    // end-to-end latency, which adds the input/output copies and the host work.
+    std::vector<std::string> h3 = by_dims ? std::vector<std::string>{"batch", "seq"} : std::vector<std::string>{"shapes"};
+    std::vector<bool> r3(h3.size(), by_dims);
+    for (const char* h : {"GPU compute median ms", "mean ms", "p90 ms", "p99 ms", "min ms", "max ms", "H2D mean ms",
+                          "D2H mean ms", "end-to-end median ms"}) {
+      h3.push_back(h);
+      r3.push_back(true);
+    }
+    std::vector<std::vector<std::string>> gpu_rows;
+    for (const ShapeResult& r : results) {
+      std::vector<std::string> row = by_dims ? std::vector<std::string>{std::to_string(r.batch), r.seq >= 0 ? std::to_string(r.seq) : "-"}
+                                             : std::vector<std::string>{r.label};
+      const Side& s = r.ingot;
+      auto mean = [](const std::vector<double>& v) {
+        double t = 0;
+        for (double x : v) t += x;
+        return v.empty() ? 0.0 : t / double(v.size());
+      };
+      for (double v : {s.gpu_stats.median, s.gpu_stats.mean, s.gpu_stats.p90, s.gpu_stats.p99, s.gpu_stats.min,
+                       s.gpu_stats.max, mean(s.h2d_ms), mean(s.d2h_ms), s.stats.median})
+        row.push_back(bench::fixed(v, 4));
+      gpu_rows.push_back(row);
+    }
+    std::cout << "\n" << bench::markdown_table(h3, r3, gpu_rows);
+    const auto& d = *engine->device_properties();
+    std::cout << "GPU " << d.name << " (compute capability " << d.compute_capability << ", CUDA runtime "
+              << d.runtime_version << "); CUDA graphs " << (engine->options().cuda_graph ? "on" : "off") << "\n";
+    std::cout << "device memory: " << describe_device_memory(*engine, ctx.get()) << "\n";
+  }
   std::cout << "load average " << load_average() << " at end\n";
 
   // ---- JSON
@@ -544,7 +600,22 @@ int run_bench(const BenchOptions& o) {
     j["command"] = command_line();
     j["machine"] = {{"cpu", cpu}, {"logical_cores", cores}, {"kernel", kernel}, {"load_average_start", load},
                     {"load_average_end", load_average()}};
-    j["ingot"] = {{"version", INGOT_VERSION}, {"threads", threads}, {"optimize", true}};
+    j["ingot"] = {{"version", INGOT_VERSION}, {"threads", threads}, {"optimize", true},
+                  {"device", engine->options().device}, {"precision", engine->options().precision}};
+    if (const auto& d = engine->device_properties()) {
+      DeviceMemoryReport m = engine->device()->memory();
+      if (ctx->device()) {
+        DeviceMemoryReport c = ctx->device()->memory();
+        m.arena = c.arena;
+        m.workspace = c.workspace;
+        m.io = c.io;
+      }
+      j["device"] = {{"name", d->name}, {"compute_capability", d->compute_capability},
+                     {"cuda_runtime", d->runtime_version}, {"driver_cuda", d->driver_version},
+                     {"cuda_graph", engine->options().cuda_graph},
+                     {"memory_bytes", {{"weights", m.weights}, {"arena", m.arena}, {"workspace", m.workspace},
+                                       {"io", m.io}, {"total", m.total()}}}};
+    }
     if (peer) {
       j["against"] = {{"runtime", peer->description()}, {"version", peer->version()}, {"peer", peer->kind()},
                       {"intra_op_threads", threads}, {"inter_op_threads", 1}, {"graph_optimization", "all"},
@@ -565,6 +636,7 @@ int run_bench(const BenchOptions& o) {
       e["batch"] = r.batch;
       e["seq"] = r.seq >= 0 ? nlohmann::json(r.seq) : nlohmann::json(nullptr);
       e["ingot"] = side_json(r.ingot, r.batch);
+      if (!r.ingot.gpu_ms.empty()) e["ingot"]["gpu_compute"] = gpu_json(r.ingot);
       if (peer) {
         e["ort"] = side_json(r.ort, r.batch);
         e["ratio_median"] = r.ingot.stats.median / r.ort.stats.median;
@@ -596,6 +668,7 @@ Command setup_bench(CLI::App& parent) {
       ->check(CLI::Range(1, 100000000));
   app->add_option("--duration", o->duration, "minimum seconds of timed runs per shape, both backends together with --against (default 2)")
       ->check(CLI::Range(0.0, 1e6));
+  add_device_flags(app, o->device);
   app->add_option("--threads", o->threads, "CPU threads, for ingot and ONNX Runtime's intra-op pool (0: all cores)")
       ->check(CLI::Range(0, 65536));
   app->add_option("--block", o->block, "runs per block when alternating with --against (default 10)")

@@ -1,4 +1,4 @@
-// ingot build MODEL -o ENGINE [--device cpu] [--precision fp32|bf16] [profiles] [--verbose]:
+// ingot build MODEL -o ENGINE [--device cpu|cuda] [--precision fp32|fp16|bf16] [profiles] [--verbose]:
 // optimizes an ONNX model for a range of input shapes and writes an engine file.
 #include <chrono>
 #include <filesystem>
@@ -19,6 +19,7 @@ struct BuildOptions {
   std::vector<std::string> profiles, disabled;
   int threads = 0;
   bool verbose = false;
+  bool tf32 = false;
 };
 
 // "--profile MIN;OPT;MAX", each part in --shapes syntax.
@@ -56,6 +57,7 @@ int run_build(const BuildOptions& o) {
   eo.device = o.device;
   eo.precision = o.precision;
   eo.threads = o.threads;
+  eo.allow_tf32 = o.tf32;
   eo.disabled_passes.insert(o.disabled.begin(), o.disabled.end());
   if (!o.min_shapes.empty() || !o.opt_shapes.empty() || !o.max_shapes.empty()) {
     Profile p;
@@ -108,6 +110,24 @@ int run_build(const BuildOptions& o) {
               << " intermediate tensors totalling " << human_bytes(double(plan->intermediate_bytes))
               << " (sized for the max shapes)\n";
   }
+  if (const auto& d = e.device_properties()) {
+    std::cout << "device:     " << d->name << " (compute capability " << d->compute_capability << ", CUDA runtime "
+              << d->runtime_version << ", driver supports CUDA " << d->driver_version << ")\n";
+    std::cout << "device mem: " << describe_device_memory(e, nullptr) << "\n";
+    std::vector<FallbackOp> fallbacks = e.device()->fallback_ops();
+    if (fallbacks.empty()) {
+      std::cout << "cpu ops:    none (every node runs on the GPU)\n";
+    } else {
+      std::cout << "cpu ops:    " << fallbacks.size() << " node(s) run on the CPU, with copies around them:\n";
+      if (o.verbose) {
+        for (const FallbackOp& f : fallbacks)
+          std::cout << "  " << f.node << ": " << f.reason
+                    << (f.copy_bytes >= 0 ? ", copies " + human_bytes(double(f.copy_bytes)) + " per run" : "") << "\n";
+      } else {
+        note("ingot build --verbose lists them");
+      }
+    }
+  }
   Status st = e.save(o.output);
   if (!st) return error(st);
   std::cout << "engine:     " << o.output << " (" << human_bytes(double(std::filesystem::file_size(o.output)))
@@ -123,8 +143,11 @@ Command setup_build(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("build", "optimize a model for a range of shapes and save an engine file");
   app->add_option("model", o->model, "ONNX model file")->required();
   app->add_option("-o,--output", o->output, "engine file to write")->required()->type_name("ENGINE");
-  app->add_option("--device", o->device, "cpu")->check(CLI::IsMember({"cpu", "cuda"}));
-  app->add_option("--precision", o->precision, "fp32 or bf16 (bf16: matrix products in bfloat16)")
+  app->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_flag("--tf32", o->tf32, "cuda fp32: let matrix products use TF32 tensor cores (about 1e-3 relative error)");
+  app->add_option("--precision", o->precision,
+                  "fp32, fp16 or bf16 (cpu bf16: matrix products in bfloat16; cuda: the graph's float tensors "
+                  "converted)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app->add_option("--min-shapes", o->min_shapes, "smallest input shapes, e.g. input_ids:1x1,attention_mask:1x1");
   app->add_option("--opt-shapes", o->opt_shapes, "shapes to optimize for");

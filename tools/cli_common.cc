@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include "runtime/engine.h"
+
 #include <cstdio>
 #include <iostream>
 
@@ -94,6 +96,44 @@ std::string human_bytes(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
   return buf;
+}
+
+}  // namespace ingot::cli
+
+namespace ingot::cli {
+
+void add_device_flags(CLI::App* app, DeviceFlags& f) {
+  app->add_option("--device", f.device, "cpu or cuda (ONNX models; an engine file runs on its own device)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--precision", f.precision,
+                  "fp32, fp16 or bf16 (ONNX models; cpu: fp32/bf16, cuda: fp32/fp16/bf16)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app->add_flag("--no-cuda-graph", f.no_cuda_graph, "cuda: enqueue kernels one by one instead of replaying a CUDA graph");
+  app->add_flag("--tf32", f.tf32, "cuda fp32: let matrix products use TF32 tensor cores (about 1e-3 relative error)");
+}
+
+void apply_device_flags(const DeviceFlags& f, EngineOptions& eo) {
+  eo.device = f.device;
+  eo.precision = f.precision;
+  eo.cuda_graph = !f.no_cuda_graph;
+  eo.allow_tf32 = f.tf32;
+}
+
+std::string describe_device_memory(const Engine& engine, const ExecutionContext* ctx) {
+  const DeviceExecutor* d = engine.device();
+  if (!d) return "";
+  DeviceMemoryReport r = d->memory();
+  if (ctx && ctx->device()) {
+    DeviceMemoryReport c = ctx->device()->memory();
+    r.arena = c.arena;
+    r.workspace = c.workspace;
+    r.io = c.io;
+  } else {
+    r.arena = d->arena_bytes();
+  }
+  return "weights " + human_bytes(double(r.weights)) + ", activation arena " + human_bytes(double(r.arena)) +
+         ", workspace " + human_bytes(double(r.workspace)) + ", inputs/outputs " + human_bytes(double(r.io)) +
+         " (total " + human_bytes(double(r.total())) + ")";
 }
 
 }  // namespace ingot::cli

@@ -24,6 +24,12 @@
   X(bench)                    \
   X(compare)
 
+namespace ingot {
+class Engine;
+class ExecutionContext;
+struct EngineOptions;
+}  // namespace ingot
+
 namespace ingot::cli {
 
 // Exit codes: 0 success, 1 error (bad model, bad input, unsupported), 2 bad usage.
@@ -54,6 +60,20 @@ Expected<Shape> parse_dims(const std::string& dims);
 
 // "name=FILE" of --input.
 Expected<std::pair<std::string, std::string>> parse_name_eq_file(const std::string& flag, const std::string& spec);
+
+// --device, --precision, --no-cuda-graph, --tf32: the engine to build when run, bench or
+// compare is given an ONNX model. An engine file carries its own device and precision (a
+// --device that disagrees with it is an error).
+struct DeviceFlags {
+  std::string device;  // "": the engine file's device, cpu for an ONNX model
+  std::string precision = "fp32";
+  bool no_cuda_graph = false;
+  bool tf32 = false;
+};
+void add_device_flags(CLI::App* app, DeviceFlags& flags);
+void apply_device_flags(const DeviceFlags& flags, EngineOptions& eo);
+// Device memory of an engine and one of its contexts, one line ("" for cpu engines).
+std::string describe_device_memory(const Engine& engine, const ExecutionContext* ctx);
 
 // Human-readable byte count: "1.5 MiB".
 std::string human_bytes(double bytes);

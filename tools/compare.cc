@@ -34,12 +34,14 @@ constexpr double kTolFp32 = 1e-5, kTolFp16 = 1e-2;
 constexpr const char* kFooter =
     "Tolerances: an output passes when every element satisfies |a - b| <= atol + rtol * |b| (b: the\n"
     "reference), Polygraphy's rule. Defaults: atol = rtol = 1e-5 for float32/float64 (and integer)\n"
-    "outputs, atol = rtol = 1e-2 for float16/bfloat16 outputs; --atol/--rtol apply to every output.\n"
+    "outputs, atol = rtol = 1e-2 for float16/bfloat16 outputs and for every float output of an fp16/bf16\n"
+    "engine; --atol/--rtol apply to every output.\n"
     "NaN matches NaN at the same place. max rel error is over elements where b != 0. argmax\n"
     "agreement: % of rows (over the last axis) whose argmax is the same, for float outputs.\n"
     "Exit 0 when every output passes, 1 otherwise (or on an error), 2 on bad usage.";
 
 struct CompareOptions {
+  DeviceFlags device;
   std::string model;
   std::string inputs_npz;
   std::string reference;
@@ -113,6 +115,7 @@ int run_compare(const CompareOptions& o) {
   // ---- model and inputs
   EngineOptions eo;
   eo.threads = o.threads;
+  apply_device_flags(o.device, eo);
   auto engine_or = Engine::load(o.model, eo);
   if (!engine_or) return error(engine_or.status());
   std::shared_ptr<Engine> engine = *engine_or;
@@ -227,7 +230,9 @@ int run_compare(const CompareOptions& o) {
     r.name = nt.name;
     r.dtype = nt.tensor.dtype();
     r.shape = nt.tensor.shape();
-    bool half = r.dtype == DType::kFloat16 || r.dtype == DType::kBFloat16;
+    // An fp16/bf16 engine's float32 outputs carry half-precision error too.
+    bool half = r.dtype == DType::kFloat16 || r.dtype == DType::kBFloat16 ||
+                (dtype_is_float(r.dtype) && engine->options().precision != "fp32");
     (half ? any_half : any_full) = true;
     r.atol = o.atol >= 0 ? o.atol : half ? kTolFp16 : kTolFp32;
     r.rtol = o.rtol >= 0 ? o.rtol : half ? kTolFp16 : kTolFp32;
@@ -403,6 +408,7 @@ Command setup_compare(CLI::App& parent) {
   app->add_option("--shapes", o->shapes, "shapes of random inputs, e.g. input_ids:1x128,attention_mask:1x128")
       ->type_name("SPEC");
   app->add_option("--seed", o->seed, "seed of the random inputs (as ingot run)");
+  add_device_flags(app, o->device);
   app->add_option("--threads", o->threads, "CPU threads (0: all cores); also ONNX Runtime's intra-op threads")
       ->check(CLI::Range(0, 65536));
   app->add_option("--json", o->json, "write every number to a JSON file")->type_name("FILE");

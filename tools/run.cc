@@ -25,6 +25,7 @@ namespace ingot::cli {
 namespace {
 
 struct RunOptions {
+  DeviceFlags device;
   std::string model;
   std::string inputs_npz;
   std::vector<std::string> input_files;
@@ -92,6 +93,7 @@ int run_run(const RunOptions& o) {
 
   EngineOptions eo;
   eo.threads = o.threads;
+  apply_device_flags(o.device, eo);
   auto engine_or = Engine::load(o.model, eo);
   if (!engine_or) return error(engine_or.status());
   std::shared_ptr<Engine> engine = *engine_or;
@@ -193,6 +195,7 @@ Command setup_run(CLI::App& parent) {
       ->type_name("SPEC");
   app->add_option("--save-outputs", o->save_outputs, "write the outputs to an .npz file (keys are output names)")
       ->type_name("OUT.npz");
+  add_device_flags(app, o->device);
   app->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 65536));
   app->add_option("--seed", o->seed, "seed of the random inputs");
   add_text_options(*app, o->text);

@@ -103,8 +103,17 @@ def test_load_errors():
         ingot.InferenceSession("does_not_exist.onnx")
     with pytest.raises(ingot.Error, match="not_onnx.onnx"):
         ingot.InferenceSession(str(CLI_MODELS / "not_onnx.onnx"))
-    with pytest.raises(ingot.Unsupported, match="fp16"):
-        ingot.InferenceSession(model_path("bert"), precision="fp16")
+    with pytest.raises(ingot.InvalidArgument, match="unknown precision 'fp8'"):
+        ingot.InferenceSession(model_path("bert"), precision="fp8")
+
+
+def test_fp16_session_matches_fp32():
+    f = feeds("bert")
+    want = ingot.InferenceSession(model_path("bert")).run(None, f)
+    got = ingot.InferenceSession(model_path("bert"), precision="fp16").run(None, f)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype  # the interface keeps float32
+        assert np.abs(a - b).max() <= 1e-2
 
 
 def test_model_bytes_pathlike_and_list_inputs():

@@ -17,6 +17,7 @@
 #include "ingot/status.h"
 #include "ingot/tensor.h"
 #include "ir/graph.h"
+#include "plan/memory_plan.h"
 
 namespace ingot {
 
@@ -76,7 +77,13 @@ class DeviceExecutor {
   virtual DeviceMemoryReport memory() const = 0;  // the engine's share: weights
   // Activation arena of the static plan (0 when shapes are unbounded).
   virtual int64_t arena_bytes() const = 0;
-  virtual const std::vector<FallbackOp>& fallback_ops() const = 0;
+  // The static memory plan of the device's activations, or null when shapes are unbounded.
+  virtual const MemoryPlan* memory_plan() const = 0;
+  // Ops that run on the CPU, for the shapes planned so far.
+  virtual std::vector<FallbackOp> fallback_ops() const = 0;
+  // Plans the given input dtypes and shapes now (shape inference, placement, constants), so a
+  // build reports fallbacks and errors before any run. Optional: runs plan on first use.
+  virtual Status plan_shapes(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const = 0;
 };
 
 class DeviceBackend {
@@ -84,6 +91,8 @@ class DeviceBackend {
   virtual ~DeviceBackend() = default;
   // The device this process would use; an error when there is none (no GPU, no driver).
   virtual Expected<DeviceProperties> properties() const = 0;
+  // Free device memory now, in bytes (tests check that engines give theirs back).
+  virtual Expected<int64_t> free_memory() const = 0;
   virtual Expected<std::unique_ptr<DeviceExecutor>> create(const Graph& graph,
                                                            const std::map<std::string, int64_t>& opsets,
                                                            const DeviceCreateOptions& options) const = 0;

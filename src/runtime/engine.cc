@@ -1,6 +1,9 @@
 #include "runtime/engine.h"
 
+#include <algorithm>
+
 #include "onnx_import/import.h"
+#include "passes/convert_precision.h"
 #include "plan/engine_file.h"
 #include "runtime/parallel.h"
 
@@ -19,11 +22,31 @@ bool cpu_has(const std::string& isa) {
   return false;
 }
 
-Status apply_precision(Model& m, const std::string& precision) {
+// The graph's float32 tensors become float16/bfloat16 (inputs and outputs keep their dtypes).
+// Engines loaded from a file are converted already.
+Status convert_graph(Model& m, const std::string& precision, bool convert) {
+  if (!convert) return Status::ok();
+  PrecisionOptions po;
+  po.target = precision == "fp16" ? DType::kFloat16 : DType::kBFloat16;
+  po.keep_output_producers_fp32 = po.target == DType::kBFloat16;
+  auto n = convert_float_precision(m, po);
+  return n ? Status::ok() : n.status();
+}
+
+// cuda: fp32 as is; fp16 and bf16 convert the graph.
+Status apply_device_precision(Model& m, const std::string& precision, bool convert) {
   if (precision == "fp32") return Status::ok();
-  if (precision == "fp16") {
-    return unsupported("precision fp16 is not available on the cpu device yet (use fp32 or bf16)");
-  }
+  if (precision != "fp16" && precision != "bf16")
+    return invalid_argument("unknown precision '" + precision + "' (expected fp32, fp16 or bf16)");
+  return convert_graph(m, precision, convert);
+}
+
+// cpu: fp16 converts the graph (storage and arithmetic in float16 where the kernels have it);
+// bf16 keeps float32 storage and runs the fused matrix products in bfloat16 (oneDNN, AMX),
+// which is faster on CPUs than converting every tensor.
+Status apply_precision(Model& m, const std::string& precision, bool convert) {
+  if (precision == "fp32") return Status::ok();
+  if (precision == "fp16") return convert_graph(m, precision, convert);
   if (precision != "bf16") return invalid_argument("unknown precision '" + precision + "' (expected fp32, fp16 or bf16)");
   // Fused ops that know a `precision` attribute run their matrix products in bf16.
   for (Node& n : m.graph.nodes) {
@@ -32,6 +55,30 @@ Status apply_precision(Model& m, const std::string& precision) {
     a.kind = Attribute::Kind::kString;
     a.s = precision;
     n.attrs.set("precision", a);
+  }
+  return Status::ok();
+}
+
+// The GPU this process would run on, or why there is none.
+Expected<DeviceProperties> cuda_device() {
+  const DeviceBackend* b = find_device_backend("cuda");
+  if (!b) return unsupported("device 'cuda' is not available: this ingot was built without CUDA");
+  auto p = b->properties();
+  if (!p) return p.status().with_context("device 'cuda': ");
+  return p;
+}
+
+// A cuda engine runs only on a GPU of the compute capability it was built for: its kernels and
+// the algorithms its libraries chose are specific to it.
+Status check_cuda_engine(const nlohmann::json& man) {
+  auto p = cuda_device();
+  if (!p) return Status(p.status().code(), "engine was built for device 'cuda': " + p.status().message());
+  const nlohmann::json& c = man.at("cuda");
+  std::string cc = c.at("compute_capability").get<std::string>();
+  if (cc != p->compute_capability) {
+    return unsupported("engine was built for compute capability " + cc + " (" + c.value("gpu", std::string("?")) +
+                       "), but this GPU (" + p->name + ") has compute capability " + p->compute_capability +
+                       ": rebuild the engine on this machine");
   }
   return Status::ok();
 }
@@ -46,12 +93,18 @@ Expected<std::shared_ptr<Engine>> Engine::load(const std::string& path, const En
   EngineOptions eo = opts;
   try {
     std::string device = man.at("device").get<std::string>();
-    if (device != opts.device && opts.device != "cpu") {
+    if (!opts.device.empty() && device != opts.device) {
       return invalid_argument(path + ": engine was built for device '" + device + "', not '" + opts.device + "'");
     }
-    if (device != "cpu") return unsupported(path + ": engine was built for device '" + device + "', which this ingot cannot run");
-    std::string isa = man.at("isa").get<std::string>();
-    if (!cpu_has(isa)) return unsupported(path + ": engine needs a CPU with " + isa + ", which this machine lacks: rebuild it here");
+    if (device == "cuda") {
+      INGOT_RETURN_IF_ERROR(check_cuda_engine(man).with_context(path + ": "));
+      eo.allow_tf32 = man.value("allow_tf32", false);
+    } else if (device != "cpu") {
+      return unsupported(path + ": engine was built for device '" + device + "', which this ingot cannot run");
+    } else {
+      std::string isa = man.at("isa").get<std::string>();
+      if (!cpu_has(isa)) return unsupported(path + ": engine needs a CPU with " + isa + ", which this machine lacks: rebuild it here");
+    }
     eo.device = device;
     eo.precision = man.at("precision").get<std::string>();
     auto profiles = profiles_from_json(man.at("profiles"));
@@ -61,6 +114,7 @@ Expected<std::shared_ptr<Engine>> Engine::load(const std::string& path, const En
     return invalid_model(path + ": engine manifest is missing fields: " + ex.what());
   }
   eo.optimize = false;  // the stored graph is already optimized (and precision applied)
+  eo.from_engine_file = true;
   file->model.path = path;
   return from_model(std::move(file->model), eo);
 }
@@ -70,7 +124,17 @@ Status Engine::save(const std::string& path) const {
   man["format_version"] = kEngineFormatVersion;
   man["ingot_version"] = INGOT_VERSION;
   man["device"] = opts_.device;
-  man["isa"] = required_isa(opts_.precision);
+  if (device_props_) {
+    const DeviceProperties& d = *device_props_;
+    std::string sm = d.compute_capability;
+    sm.erase(std::remove(sm.begin(), sm.end(), '.'), sm.end());
+    man["isa"] = "sm_" + sm;
+    man["cuda"] = {{"compute_capability", d.compute_capability}, {"gpu", d.name},
+                   {"cuda_runtime", d.runtime_version}, {"driver_cuda", d.driver_version}};
+    man["allow_tf32"] = opts_.allow_tf32;
+  } else {
+    man["isa"] = required_isa(opts_.precision);
+  }
   man["precision"] = opts_.precision;
   man["source_model"] = model_.path;
   man["profiles"] = profiles_to_json(opts_.profiles);
@@ -88,12 +152,20 @@ Expected<std::shared_ptr<Engine>> Engine::from_onnx(const std::string& path, con
   return from_model(std::move(*m), opts);
 }
 
-Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOptions& opts) {
-  if (opts.device != "cpu") return invalid_argument("device '" + opts.device + "' is not available (expected cpu)");
-  if (!cpu_has(required_isa(opts.precision))) {
+Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOptions& given) {
+  EngineOptions opts = given;
+  if (opts.device.empty()) opts.device = "cpu";
+  std::shared_ptr<Engine> e(new Engine());
+  const bool cuda = opts.device == "cuda";
+  if (cuda) {
+    auto p = cuda_device();
+    if (!p) return p.status();
+    e->device_props_ = *p;
+  } else if (opts.device != "cpu") {
+    return invalid_argument("unknown device '" + opts.device + "' (expected cpu or cuda)");
+  } else if (!cpu_has(required_isa(opts.precision))) {
     return unsupported("precision " + opts.precision + " needs a CPU with " + required_isa(opts.precision));
   }
-  std::shared_ptr<Engine> e(new Engine());
   e->model_ = std::move(model);
   e->opts_ = opts;
   if (opts.threads > 0) set_num_threads(opts.threads);
@@ -112,7 +184,9 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
     if (!reports) return reports.status().with_context(e->model_.path + ": ");
     e->pass_reports_ = std::move(*reports);
   }
-  INGOT_RETURN_IF_ERROR(apply_precision(e->model_, opts.precision).with_context(e->model_.path + ": "));
+  Status precision = cuda ? apply_device_precision(e->model_, opts.precision, !opts.from_engine_file)
+                          : apply_precision(e->model_, opts.precision, !opts.from_engine_file);
+  INGOT_RETURN_IF_ERROR(precision.with_context(e->model_.path + ": "));
   const Graph& g = e->model_.graph;
   for (ValueId id : g.inputs) {
     const ValueInfo& v = g.value(id);
@@ -131,24 +205,70 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
     }
     e->outputs_.push_back(IoInfo{v.name, v.dtype, v.shape});
   }
-  auto ex = GraphExecutor::create(g, e->model_.opsets, opts.device);
+  // On a device the CPU executor only infers shapes: it need not pre-pack weights for CPU kernels.
+  auto ex = GraphExecutor::create(g, e->model_.opsets, "cpu", /*prepare_constants=*/!cuda);
   if (!ex) return ex.status().with_context(e->model_.path + ": ");
   e->executor_ = std::move(*ex);
-  INGOT_RETURN_IF_ERROR(e->make_memory_plan().with_context(e->model_.path + ": "));
+  auto max_bytes = e->max_value_bytes();
+  if (!max_bytes) return max_bytes.status().with_context(e->model_.path + ": ");
+  if (cuda) INGOT_RETURN_IF_ERROR(e->make_device_executor(*max_bytes).with_context(e->model_.path + ": "));
+  else if (!max_bytes->empty()) e->plan_ = plan_memory(e->executor_->plan_input(*max_bytes));
   return e;
 }
 
-Status Engine::make_memory_plan() {
+Status Engine::make_device_executor(const std::vector<int64_t>& max_bytes) {
+  DeviceCreateOptions o;
+  o.precision = opts_.precision;
+  o.cuda_graph = opts_.cuda_graph;
+  o.allow_tf32 = opts_.allow_tf32;
+  o.max_bytes = max_bytes;
+  auto d = find_device_backend(opts_.device)->create(model_.graph, model_.opsets, o);
+  if (!d) return d.status();
+  device_ = std::move(*d);
+  if (const MemoryPlan* p = device_->memory_plan()) plan_ = *p;
+  // Plan the shapes the engine is built for now, so unsupported shapes and CPU fallbacks show at
+  // build time rather than at the first run.
+  std::vector<std::map<std::string, Shape>> corners;
+  for (const Profile& p : opts_.profiles) {
+    corners.push_back(p.opt);
+    corners.push_back(p.max);
+  }
+  if (corners.empty()) {
+    std::map<std::string, Shape> declared;
+    for (const IoInfo& io : inputs_) {
+      if (!io.shape) return Status::ok();
+      for (const Dim& d : *io.shape) {
+        if (!d.known()) return Status::ok();
+        declared[io.name].push_back(d.value);
+      }
+    }
+    corners.push_back(declared);
+  }
+  for (const auto& c : corners) {
+    std::vector<DType> dtypes;
+    std::vector<Shape> shapes;
+    for (const IoInfo& io : inputs_) {
+      dtypes.push_back(io.dtype);
+      shapes.push_back(c.at(io.name));
+    }
+    INGOT_RETURN_IF_ERROR(device_->plan_shapes(dtypes, shapes));
+  }
+  return Status::ok();
+}
+
+// Per value, its largest size in bytes over the shapes the engine serves (every profile's max,
+// or the declared shapes of a static model); -1 where unknown. Empty when shapes are unbounded.
+Expected<std::vector<int64_t>> Engine::max_value_bytes() {
   // The shapes to size for: every profile's max, or the declared shapes of a static model.
   std::vector<std::map<std::string, Shape>> maxima;
   for (const Profile& p : opts_.profiles) maxima.push_back(p.max);
   if (maxima.empty()) {
     std::map<std::string, Shape> declared;
     for (const IoInfo& io : inputs_) {
-      if (!io.shape) return Status::ok();
+      if (!io.shape) return std::vector<int64_t>{};
       Shape s;
       for (const Dim& d : *io.shape) {
-        if (!d.known()) return Status::ok();  // dynamic and unbounded: no static plan
+        if (!d.known()) return std::vector<int64_t>{};  // dynamic and unbounded: no static plan
         s.push_back(d.value);
       }
       declared[io.name] = s;
@@ -166,8 +286,7 @@ Status Engine::make_memory_plan() {
         max_bytes[v] = std::max<int64_t>(max_bytes[v], shape_numel(m.shape) * int64_t(dtype_size(m.dtype)));
     }
   }
-  plan_ = plan_memory(executor_->plan_input(max_bytes));
-  return Status::ok();
+  return max_bytes;
 }
 
 int64_t Engine::weight_bytes() const {
@@ -273,6 +392,12 @@ Expected<std::vector<ValueMeta>> Engine::infer_shapes(const std::map<std::string
 }
 
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
+  if (const DeviceExecutor* d = engine_->device()) {
+    auto c = d->create_context();
+    if (c) device_ = std::move(*c);
+    else device_error_ = c.status().with_context(engine_->model_.path + ": ");
+    return;
+  }
   if (const MemoryPlan* plan = engine_->memory_plan(); plan && plan->arena_bytes > 0) {
     size_t bytes = (size_t(plan->arena_bytes) + 63) / 64 * 64;
     arena_.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
@@ -286,8 +411,14 @@ Expected<std::vector<NamedTensor>> ExecutionContext::run(const std::map<std::str
   INGOT_RETURN_IF_ERROR(e.check_profiles(inputs));
   std::vector<Tensor> ordered;
   for (const auto& io : e.inputs_) ordered.push_back(inputs.at(io.name));
-  const MemoryPlan* plan = arena_ ? e.memory_plan() : nullptr;
-  auto outs = e.executor_->run(ordered, nullptr, plan, arena_.get());
+  Expected<std::vector<Tensor>> outs = std::vector<Tensor>{};
+  if (e.device()) {
+    if (!device_) return device_error_;
+    outs = device_->run(ordered);
+  } else {
+    const MemoryPlan* plan = arena_ ? e.memory_plan() : nullptr;
+    outs = e.executor_->run(ordered, nullptr, plan, arena_.get());
+  }
   if (!outs) return outs.status().with_context(e.model_.path + ": ");
   std::vector<NamedTensor> named;
   for (size_t i = 0; i < outs->size(); ++i) named.push_back(NamedTensor{e.outputs_[i].name, std::move((*outs)[i])});

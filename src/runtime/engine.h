@@ -13,18 +13,23 @@
 #include "ingot/tensor.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
+#include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/profile.h"
 
 namespace ingot {
 
 struct EngineOptions {
-  std::string device = "cpu";
-  std::string precision = "fp32";  // fp32 | bf16 (matrix products in bfloat16, fp32 accumulation)
+  // cpu | cuda; "" (any): an engine file's own device, cpu for an ONNX model.
+  std::string device;
+  // fp32 | fp16 | bf16. cpu bf16: matrix products in bfloat16 with fp32 accumulation; cuda
+  // fp16/bf16: the graph's float32 tensors converted (passes/convert_precision.h).
+  std::string precision = "fp32";
   int threads = 0;  // 0: all cores
   bool cuda_graph = true;   // cuda: capture a CUDA graph per input shape and replay it
   bool allow_tf32 = false;  // cuda fp32: matrix products may use TF32 tensor cores
   bool optimize = true;                      // run the optimizer passes
+  bool from_engine_file = false;             // set by load(): the graph is optimized and converted already
   std::set<std::string> disabled_passes;     // by name
   // The shapes the engine serves. None: a model with static inputs serves exactly those; a
   // model with dynamic inputs runs any shape, without a static memory plan.
@@ -72,6 +77,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   std::unique_ptr<ExecutionContext> create_context() const;
 
+  // The GPU (or other device) executor; null for cpu engines.
+  const DeviceExecutor* device() const { return device_.get(); }
+  // The device the engine was built for and runs on (cuda engines).
+  const std::optional<DeviceProperties>& device_properties() const { return device_props_; }
+
   // Checks names, dtypes, ranks, fixed dims and that symbolic dims agree across inputs.
   Status validate_inputs(const std::map<std::string, Tensor>& inputs) const;
   // Shape inference for concrete input shapes: every value's dtype and shape.
@@ -84,9 +94,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   EngineOptions opts_;
   std::vector<PassReport> pass_reports_;
   std::optional<MemoryPlan> plan_;
-  Status make_memory_plan();
   std::vector<IoInfo> inputs_, outputs_;
-  std::unique_ptr<GraphExecutor> executor_;
+  std::unique_ptr<GraphExecutor> executor_;  // cpu: runs the graph; other devices: shape inference
+  std::unique_ptr<DeviceExecutor> device_;
+  std::optional<DeviceProperties> device_props_;
+  Status make_device_executor(const std::vector<int64_t>& max_bytes);
+  Expected<std::vector<int64_t>> max_value_bytes();
 };
 
 // Owns its activation arena (the engine's memory plan), so contexts run concurrently; the
@@ -97,9 +110,13 @@ class ExecutionContext {
   // Runs the model; outputs in the model's output order.
   Expected<std::vector<NamedTensor>> run(const std::map<std::string, Tensor>& inputs);
   int64_t arena_bytes() const { return arena_bytes_; }
+  // Device engines: device times of the last run, and the device memory this context holds.
+  const DeviceContext* device() const { return device_.get(); }
 
  private:
   std::shared_ptr<const Engine> engine_;
+  std::unique_ptr<DeviceContext> device_;
+  Status device_error_;  // why the device context could not be made (reported by run())
   std::unique_ptr<std::byte, void (*)(void*)> arena_{nullptr, std::free};
   int64_t arena_bytes_ = 0;
 };

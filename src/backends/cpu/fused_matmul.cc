@@ -13,6 +13,7 @@
 // reorder), f32 accumulation and output; on CPUs with AMX this runs on the tile units.
 #include <cmath>
 
+#include "backends/cpu/float_kernel_util.h"
 #include "backends/cpu/fused_matmul_util.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
@@ -69,10 +70,13 @@ class FusedMatMulKernel : public OpKernel {
   Status infer(InferContext& ctx) const override {
     if (ctx.num_inputs() < 2 || ctx.num_inputs() > 3 || !ctx.has_input(0) || !ctx.has_input(1))
       return invalid_model("needs 2 or 3 inputs (A, W, bias), got " + std::to_string(ctx.num_inputs()));
-    for (int i = 0; i < 3; ++i)
-      if (ctx.has_input(i) && ctx.input_dtype(i) != DType::kFloat32)
-        return unsupported("input " + std::to_string(i) + " has dtype " + dtype_name(ctx.input_dtype(i)) +
-                           "; FusedMatMul supports float32");
+    const DType t = ctx.input_dtype(0);
+    if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16)
+      return unsupported("input 0 (A) has dtype " + dtype_name(t) + "; FusedMatMul supports float32, float16 and bfloat16");
+    for (int i = 1; i < 3; ++i)
+      if (ctx.has_input(i) && ctx.input_dtype(i) != t)
+        return invalid_argument("input " + std::to_string(i) + " has dtype " + dtype_name(ctx.input_dtype(i)) +
+                                ", A has " + dtype_name(t));
     if (ctx.has_input(2) != spec_.bias) return internal_error("bias presence differs from the node's inputs");
     const Shape& a = ctx.input_shape(0);
     const Shape& w = ctx.input_shape(1);
@@ -86,11 +90,14 @@ class FusedMatMulKernel : public OpKernel {
                               shape_str(ctx.input_shape(2)));
     Shape out(a.begin(), a.end() - 1);
     out.push_back(w[1]);
-    ctx.set_output(0, DType::kFloat32, out);
+    ctx.set_output(0, t, out);
     return Status::ok();
   }
 
   Status compute(ComputeContext& ctx) const override {
+    // float16/bfloat16 graphs (precision conversion) run the float32 path on widened copies.
+    if (DType t = ctx.input(0).dtype(); t != DType::kFloat32)
+      return cpu::compute_via_float32(ctx, t, [&](ComputeContext& c) { return guard([&] { return do_compute(c); }); });
     return guard([&] { return do_compute(ctx); });
   }
 

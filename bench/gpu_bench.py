@@ -1,0 +1,960 @@
+#!/usr/bin/env python3
+"""CUDA speed table: ingot fp16 engines against PyTorch fp16 (eager and torch.compile), with a
+hardware floor per model and shape.
+
+Runs on the GPU machine (torch, torchvision, transformers, onnx, numpy; no network). Models are
+full size and randomly initialised from fixed seeds (no hub downloads):
+  distilbert  DistilBertForSequenceClassification(DistilBertConfig(num_labels=2))
+  bert        BertForSequenceClassification(BertConfig())        (BERT-base, 2 labels)
+  distilgpt2  GPT2LMHeadModel(GPT2Config(n_layer=6, use_cache=False))   (logits over the vocabulary)
+  resnet50    torchvision.models.resnet50(weights=None)
+Text models get input_ids (random ids in [3, vocab)) and attention_mask (all ones), no
+token_type_ids; ResNet-50 gets pixel_values (standard normal) at 3x224x224.
+Shapes: batch 1 and 32 (--batches), sequence 128 (--seq).
+
+Per model:
+  1. export to ONNX fp32 in the work dir (TorchScript exporter, opset 17, dynamic batch/sequence
+     axes, metadata stripped); reused on later calls while the work dir holds it (--re-export).
+  2. ingot: `ingot build --device cuda --precision fp16` with min b1 / opt b32 / max b32, then one
+     `ingot bench --device cuda --json` per shape: the GPU compute median (CUDA events around the
+     graph replay: results[0].ingot.gpu_compute.median_ms) and the end-to-end median
+     (results[0].ingot.median_ms, wall clock including host<->device copies).
+  3. PyTorch fp16 (model.half() on cuda, inputs on cuda, torch.inference_mode(),
+     cudnn.benchmark on, ResNet-50 in channels_last): eager, torch.compile default,
+     "reduce-overhead" and "max-autotune", each compiled per shape with dynamic=False. Each call
+     is timed with CUDA events around it and a synchronize after it (latency, one call in flight);
+     the medians are compared with ingot's GPU compute median. CUDA-graph modes call
+     torch.compiler.cudagraph_mark_step_begin() before every call (outputs are not kept).
+  4. floor: max(FLOPs / matrix rate, fp16 weight bytes / copy bandwidth), where FLOPs come from
+     torch.utils.flop_counter.FlopCounterMode on the fp16 model (a multiply-add is 2 FLOPs), the
+     rate from an 8192^3 fp16 torch.matmul and the bandwidth from a 2 GiB device-to-device copy
+     (bytes read + written), both measured once per call.
+  5. --check-accuracy: `ingot run --device cuda --inputs in.npz --save-outputs out.npz` on the same
+     inputs as PyTorch fp32 (TF32 off): max abs diff and argmax agreement; PyTorch fp16 eager
+     against the same fp32 reference is printed alongside, for scale.
+
+Results accumulate in WORK/results.json across calls (while the machine keeps the work dir;
+--fresh starts over); --json also writes them where you want them (e.g. $OUT/...). The table
+printed last holds everything accumulated. Calls made on separate machines are combined with
+--merge, which needs no GPU and no torch:
+  python3 bench/gpu_bench.py --merge a.json b.json c.json [--json all.json]
+
+Typical split (the device allows 10 minutes a call and may hand out a fresh machine each time,
+so write --json under $OUT every call and --merge the files afterwards; --json is rewritten after
+every step, so a call that is cut off still returns what it measured; stderr holds exporter
+warnings and max-autotune's autotuning reports, keep it out of the returned tail):
+  python3 bench/gpu_bench.py --ingot build/ingot --modes eager,default,reduce-overhead --check-accuracy \
+      --time-budget 500 --json $OUT/a.json >$OUT/a.log 2>$OUT/a.err; tail -c 6000 $OUT/a.log
+  python3 bench/gpu_bench.py --skip-ingot --modes max-autotune --models distilbert,bert \
+      --time-budget 300 --json $OUT/b.json >$OUT/b.log 2>$OUT/b.err; tail -c 6000 $OUT/b.log
+  python3 bench/gpu_bench.py --quick ...                  # smoke test: few iterations
+Besides the CUDA-event median, each PyTorch mode gets a profiler pass (--no-kernel-time skips
+it): its kernel-busy time per call (sum of kernel and memcpy durations), a lower bound on its GPU
+time without host overhead, shown in parentheses in the table.
+"""
+import argparse
+import copy
+import datetime
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MODELS = ["distilbert", "bert", "distilgpt2", "resnet50"]
+DISPLAY = {"distilbert": "DistilBERT", "bert": "BERT-base", "distilgpt2": "DistilGPT2", "resnet50": "ResNet-50"}
+SEEDS = {"distilbert": 1001, "bert": 1002, "distilgpt2": 1003, "resnet50": 1004}
+MODES = ["eager", "default", "reduce-overhead", "max-autotune"]
+CUDAGRAPH_MODES = {"reduce-overhead", "max-autotune"}
+
+# Targets (ms, ingot GPU compute median) from the issue; seq is None for ResNet-50.
+TARGETS_MS = {
+    ("distilbert", 1, 128): 0.20,
+    ("distilbert", 32, 128): 0.70,
+    ("bert", 1, 128): 0.35,
+    ("bert", 32, 128): 1.3,
+    ("distilgpt2", 1, 128): 0.30,
+    ("resnet50", 1, None): 0.35,
+    ("resnet50", 32, None): 1.3,
+}
+
+T_START = time.time()
+
+
+def log(msg):
+    now = datetime.datetime.now().strftime("%H:%M:%S")
+    print(f"[{now} +{time.time() - T_START:6.1f}s] {msg}", flush=True)
+
+
+def one_line(e, limit=300):
+    s = " ".join(str(e).split())
+    return s if len(s) <= limit else s[:limit] + "..."
+
+
+def is_text(name):
+    return name != "resnet50"
+
+
+def entry_key(model, batch, seq):
+    return f"{model}|b{batch}|s{seq if seq is not None else '-'}"
+
+
+def shape_tag(batch, seq):
+    return f"b{batch}_s{seq if seq is not None else '-'}"
+
+
+def shape_spec(model, batch, seq):
+    """trtexec spelling of the input shapes."""
+    if is_text(model):
+        return f"input_ids:{batch}x{seq},attention_mask:{batch}x{seq}"
+    return f"pixel_values:{batch}x3x224x224"
+
+
+# ---------------------------------------------------------------------------------------------
+# results document (no torch needed)
+
+
+def new_doc():
+    return {"runs": [], "device": None, "entries": {}}
+
+
+def merge_into(doc, other):
+    """Folds other into doc: later values win field by field (torch modes one by one)."""
+    doc["runs"].extend(other.get("runs", []))
+    if other.get("device"):
+        doc["device"] = other["device"]
+    for k, e in other.get("entries", {}).items():
+        d = doc["entries"].setdefault(k, {})
+        for field, v in e.items():
+            if field in ("torch", "accuracy") and isinstance(v, dict):
+                d.setdefault(field, {}).update(v)
+            else:
+                d[field] = v
+    return doc
+
+
+def load_doc(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def save_doc(doc, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+def out_of_time(args, what):
+    """True (and noted) when --time-budget is spent: the step `what` is skipped, the table still printed."""
+    if args.time_budget and time.time() - T_START > args.time_budget:
+        args.skipped.append(what)
+        log(f"  skipped (--time-budget {args.time_budget:g} s spent): {what}")
+        return True
+    return False
+
+
+def fmt(v, digits=3):
+    if v is None:
+        return "–"
+    if isinstance(v, str):
+        return v
+    if v >= 100:
+        return f"{v:.1f}"
+    return f"{v:.{digits}f}"
+
+
+def floor_of(e, device):
+    if not device or e.get("flops") is None or e.get("weight_bytes") is None:
+        return None
+    rate = device.get("matmul_fp16_tflops")
+    bw = device.get("copy_bandwidth_tbps")
+    if not rate or not bw:
+        return None
+    t_flops = e["flops"] / (rate * 1e12) * 1e3
+    t_bytes = e["weight_bytes"] / (bw * 1e12) * 1e3
+    return max(t_flops, t_bytes)
+
+
+def sort_key(e):
+    m = e.get("model")
+    return (MODELS.index(m) if m in MODELS else 99, e.get("batch") or 0, e.get("seq") or 0)
+
+
+def render(doc):
+    """Errors and accuracy first, then the speed table, then the machine lines (printed last)."""
+    out = []
+    entries = sorted(doc["entries"].values(), key=sort_key)
+    device = doc.get("device") or {}
+    modes = [m for m in MODES if any(m in (e.get("torch") or {}) for e in entries)]
+
+    errors = []
+    for e in entries:
+        label = f"{DISPLAY.get(e['model'], e['model'])} b{e['batch']}" + (f" s{e['seq']}" if e.get("seq") else "")
+        ing = e.get("ingot") or {}
+        if ing.get("error"):
+            errors.append(f"- {label} ingot: {ing['error']}")
+        for m, r in (e.get("torch") or {}).items():
+            if r.get("error"):
+                errors.append(f"- {label} {m}: {r['error']}")
+        for side, r in (e.get("accuracy") or {}).items():
+            if isinstance(r, dict) and r.get("error"):
+                errors.append(f"- {label} accuracy {side}: {r['error']}")
+        if e.get("error"):
+            errors.append(f"- {label}: {e['error']}")
+    if errors:
+        out.append("Errors:")
+        out.extend(errors[:40])
+        if len(errors) > 40:
+            out.append(f"- ... {len(errors) - 40} more in the JSON")
+        out.append("")
+
+    acc_rows = []
+    for e in entries:
+        a = e.get("accuracy") or {}
+        ing, t16 = a.get("ingot_fp16"), a.get("torch_fp16")
+        if not (ing or t16):
+            continue
+
+        def cells(r):
+            if not r or r.get("error"):
+                return ["err" if r else "–"] * 3
+            return [f"{r['max_abs_diff']:.3g}", f"{r['rel_max_abs_diff']:.3g}", f"{r['argmax_agree']:.4f}"]
+
+        acc_rows.append([DISPLAY.get(e["model"], e["model"]), str(e["batch"]), str(e.get("seq") or "–"),
+                         f"{a.get('ref_max_abs', float('nan')):.3g}"] + cells(ing) + cells(t16))
+    if acc_rows:
+        out.append("Accuracy against PyTorch fp32 (TF32 off), same inputs; rel = max abs diff / max |ref|; "
+                   "argmax agreement over the last axis:")
+        out.append("")
+        out.append("| model | batch | seq | max abs ref | ingot fp16 max abs diff | rel | argmax agree "
+                   "| torch fp16 max abs diff | rel | argmax agree |")
+        out.append("| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |")
+        for r in acc_rows:
+            out.append("| " + " | ".join(r) + " |")
+        out.append("")
+
+    head = ["model", "batch", "seq", "ingot GPU ms", "ingot e2e ms"] + [f"torch {m} ms" for m in modes] + \
+           ["best peer", "ingot/best", "ingot/best busy", "target ms", "floor ms"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("| --- | --: | --: | --: | --: |" + " --: |" * len(modes) + " --- | --: | --: | --: | --: |")
+    for e in entries:
+        ing = e.get("ingot") or {}
+        gpu = ing.get("gpu_median_ms")
+        e2e = ing.get("e2e_median_ms")
+        row = [DISPLAY.get(e["model"], e["model"]), str(e["batch"]), str(e.get("seq") or "–"),
+               "err" if ing.get("error") and gpu is None else fmt(gpu),
+               "err" if ing.get("error") and e2e is None else fmt(e2e)]
+        best_name, best, best_busy = None, None, None
+        for m in modes:
+            r = (e.get("torch") or {}).get(m)
+            if r is None:
+                row.append("–")
+            elif r.get("median_ms") is None:
+                row.append("err")
+            else:
+                busy = r.get("busy_median_ms")
+                row.append(fmt(r["median_ms"]) + ("" if busy is None else f" ({fmt(busy)})"))
+                if best is None or r["median_ms"] < best:
+                    best_name, best = m, r["median_ms"]
+                if busy is not None and (best_busy is None or busy < best_busy):
+                    best_busy = busy
+        row.append(best_name or "–")
+        row.append(f"{gpu / best:.2f}" if gpu is not None and best else "–")
+        row.append(f"{gpu / best_busy:.2f}" if gpu is not None and best_busy else "–")
+        tgt = TARGETS_MS.get((e["model"], e["batch"], e.get("seq")))
+        if tgt is None:
+            row.append("–")
+        else:
+            mark = "" if gpu is None else (" ✓" if gpu <= tgt else " ✗")
+            row.append(f"≤ {tgt:.2f}{mark}")
+        row.append(fmt(floor_of(e, device)))
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    out.append("ingot GPU = CUDA events around the engine's graph replay; e2e = wall clock of one run with "
+               "host<->device copies; torch = CUDA events around one call (inputs/outputs on the GPU), "
+               "median; (x) = torch's kernel-busy ms per call from the profiler (sum of kernel/memcpy durations: no "
+               "launch gaps, no host overhead; a lower bound); ingot/best = ingot GPU / best torch median; "
+               "ingot/best busy = ingot GPU / lowest torch busy; ✓/✗ = ingot GPU against the target.")
+    if device:
+        out.append(f"device: {device.get('name')} ({device.get('memory_gib', 0):.0f} GiB, "
+                   f"{device.get('sm_count')} SMs, driver {device.get('driver')}); "
+                   f"torch {device.get('torch')}, CUDA {device.get('cuda')}, cuDNN {device.get('cudnn')}, "
+                   f"transformers {device.get('transformers')}, torchvision {device.get('torchvision')}, "
+                   f"python {device.get('python')}")
+        out.append(f"floors: fp16 matmul 8192^3 {fmt(device.get('matmul_fp16_tflops'), 1)} TFLOP/s "
+                   f"(median {fmt(device.get('matmul_ms'))} ms), device copy 2 GiB "
+                   f"{fmt(device.get('copy_bandwidth_tbps'), 2)} TB/s read+write (median "
+                   f"{fmt(device.get('copy_ms'))} ms); floor = max(FLOPs/rate, fp16 weight bytes/bandwidth)")
+    runs = doc.get("runs") or []
+    if runs:
+        ingot_v = sorted({r.get("ingot_version") for r in runs if r.get("ingot_version")})
+        out.append(f"ingot: {', '.join(ingot_v) or '–'}; runs: {len(runs)} "
+                   f"({runs[0].get('started')} .. {runs[-1].get('started')})")
+        skipped = [w for r in runs for w in (r.get("skipped") or [])]
+        if skipped:
+            out.append(f"skipped for --time-budget (in the run(s) above): {', '.join(skipped)}")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# everything below needs torch
+
+
+def device_info(torch, ingot_path):
+    info = {}
+    p = torch.cuda.get_device_properties(0)
+    info["name"] = torch.cuda.get_device_name(0)
+    info["memory_gib"] = p.total_memory / 2**30
+    info["sm_count"] = p.multi_processor_count
+    info["capability"] = f"{p.major}.{p.minor}"
+    info["torch"] = torch.__version__
+    info["cuda"] = torch.version.cuda
+    info["cudnn"] = torch.backends.cudnn.version()
+    info["python"] = platform.python_version()
+    for mod in ("transformers", "torchvision", "onnx", "numpy"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001
+            info[mod] = None
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm,clocks.max.mem,power.limit",
+                            "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        parts = [x.strip() for x in q.stdout.strip().splitlines()[0].split(",")] if q.returncode == 0 else []
+        if parts:
+            info["driver"] = parts[0]
+            info["nvidia_smi"] = ", ".join(parts)
+    except Exception:  # noqa: BLE001
+        info.setdefault("driver", None)
+    return info
+
+
+def measure_floors(torch, quick):
+    """fp16 matrix rate (8192^3 torch.matmul) and device copy bandwidth (2 GiB, read + write)."""
+    reps = 3 if quick else 10
+    n = 8192
+    g = torch.Generator(device="cuda").manual_seed(7)
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16, generator=g)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16, generator=g)
+    for _ in range(3):
+        torch.matmul(a, b)
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.matmul(a, b)
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e))
+    mm_ms = statistics.median(ts)
+    del a, b
+    nbytes = 2 * 2**30
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    src.random_(0, 255, generator=g)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        dst.copy_(src)
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e))
+    cp_ms = statistics.median(ts)
+    del src, dst
+    gc.collect()
+    torch.cuda.empty_cache()
+    return {"matmul_ms": mm_ms, "matmul_fp16_tflops": 2 * n**3 / (mm_ms * 1e-3) / 1e12,
+            "copy_ms": cp_ms, "copy_bandwidth_tbps": 2 * nbytes / (cp_ms * 1e-3) / 1e12, "floor_reps": reps}
+
+
+class Logits:
+    """Factory for a module that takes tensors positionally and returns the logits tensor only."""
+
+    @staticmethod
+    def wrap(torch, model, input_names, extra):
+        class _Logits(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+
+            def forward(self, *args):
+                kwargs = dict(zip(input_names, args))
+                return self.model(**kwargs, **extra).logits
+
+        return _Logits().eval()
+
+
+def build_model(torch, name):
+    """fp32 CPU module (eval) with positional tensor inputs and one logits output; input names;
+    vocab size (None for images)."""
+    torch.manual_seed(SEEDS[name])
+    if name == "resnet50":
+        import torchvision
+        m = torchvision.models.resnet50(weights=None).eval()
+        return m, ["pixel_values"], None, {}
+    import transformers as tf
+    if name == "distilbert":
+        cfg = tf.DistilBertConfig(num_labels=2)
+        m = tf.DistilBertForSequenceClassification(cfg)
+        extra = {"return_dict": True}
+    elif name == "bert":
+        cfg = tf.BertConfig(num_labels=2)
+        m = tf.BertForSequenceClassification(cfg)
+        extra = {"return_dict": True}
+    elif name == "distilgpt2":
+        cfg = tf.GPT2Config(n_layer=6, use_cache=False)
+        m = tf.GPT2LMHeadModel(cfg)
+        extra = {"return_dict": True, "use_cache": False}
+    else:
+        raise ValueError(f"unknown model {name}")
+    m.eval()
+    names = ["input_ids", "attention_mask"]
+    info = {"attn_implementation": getattr(m.config, "_attn_implementation", None),
+            "parameters": sum(p.numel() for p in m.parameters())}
+    return Logits.wrap(torch, m, names, extra), names, cfg.vocab_size, info
+
+
+def make_inputs(np, name, vocab, batch, seq):
+    rng = np.random.default_rng(SEEDS[name] * 1000 + batch * 7 + (seq or 0))
+    if vocab is not None:
+        ids = rng.integers(3, vocab, size=(batch, seq), dtype=np.int64)
+        return {"input_ids": ids, "attention_mask": np.ones((batch, seq), dtype=np.int64)}
+    return {"pixel_values": rng.standard_normal((batch, 3, 224, 224)).astype(np.float32)}
+
+
+def export_onnx(torch, module, names, vocab, path, meta_path, meta, re_export):
+    import numpy as np
+    if not re_export and os.path.exists(path) and os.path.exists(meta_path):
+        try:
+            with open(meta_path) as f:
+                old = json.load(f)
+            if old == meta:
+                log(f"  reusing {path}")
+                return
+        except Exception:  # noqa: BLE001
+            pass
+    sys.path.insert(0, os.path.join(REPO, "scripts"))
+    from export_fixtures import strip_metadata
+    ex = make_inputs(np, meta["model"], vocab, 2, 128 if vocab else None)
+    example = tuple(torch.from_numpy(ex[n]) for n in names)
+    if vocab is not None:
+        dyn = {n: {0: "batch", 1: "sequence"} for n in names}
+    else:
+        dyn = {"pixel_values": {0: "batch"}}
+    dyn["logits"] = {0: "batch"} if meta["model"] != "distilgpt2" else {0: "batch", 1: "sequence"}
+    t0 = time.time()
+    with torch.no_grad():
+        torch.onnx.export(module, example, path, dynamo=False, opset_version=17, input_names=names,
+                          output_names=["logits"], dynamic_axes=dyn)
+    strip_metadata(path)
+    with open(meta_path, "w") as f:
+        json.dump(meta, f)
+    log(f"  exported {path} ({os.path.getsize(path) / 2**20:.0f} MiB) in {time.time() - t0:.1f} s")
+
+
+def error_line(stdout, stderr):
+    lines = [l.strip() for l in (stderr or "").splitlines() + (stdout or "").splitlines() if l.strip()]
+    for l in lines:
+        if "error" in l.lower():
+            return one_line(l)
+    return one_line(lines[-1]) if lines else "no output"
+
+
+def run_cmd(cmd, log_path, timeout):
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        with open(log_path, "w") as f:
+            f.write(" ".join(cmd) + f"\n\nTIMEOUT after {timeout} s\n{e.stdout or ''}\n{e.stderr or ''}")
+        return None, time.time() - t0, f"timed out after {timeout} s"
+    except OSError as e:
+        return None, time.time() - t0, one_line(e)
+    with open(log_path, "w") as f:
+        f.write(" ".join(cmd) + f"\n\nexit {p.returncode}\n--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
+    if p.returncode != 0:
+        return p, time.time() - t0, f"exit {p.returncode}: {error_line(p.stdout, p.stderr)}"
+    return p, time.time() - t0, None
+
+
+def ingot_build(args, model, onnx_path, engine_path, wdir, seq):
+    if args.reuse_engines and os.path.exists(engine_path):
+        log(f"  reusing engine {engine_path}")
+        return None, {"reused": True}
+    mn = shape_spec(model, 1, seq)
+    opt = shape_spec(model, args.opt_batch, seq)
+    mx = shape_spec(model, max(max(args.batches), args.opt_batch), seq)
+    cmd = [args.ingot, "build", onnx_path, "-o", engine_path, "--device", "cuda", "--precision", "fp16",
+           "--min-shapes", mn, "--opt-shapes", opt, "--max-shapes", mx]
+    log("  " + " ".join(cmd))
+    p, dt, err = run_cmd(cmd, os.path.join(wdir, "ingot_build.log"), args.ingot_timeout)
+    info = {"build_s": dt, "build_cmd": " ".join(cmd)}
+    if err:
+        log(f"  ingot build FAILED ({dt:.1f} s): {err}")
+        return err, info
+    info["build_stdout_tail"] = p.stdout[-1500:]
+    log(f"  ingot build ok in {dt:.1f} s ({os.path.getsize(engine_path) / 2**20:.0f} MiB)")
+    return None, info
+
+
+def ingot_bench(args, model, engine_path, wdir, batch, seq):
+    out_json = os.path.join(wdir, f"bench_{shape_tag(batch, seq)}.json")
+    if os.path.exists(out_json):
+        os.remove(out_json)
+    cmd = [args.ingot, "bench", engine_path, "--device", "cuda", "--shapes", shape_spec(model, batch, seq),
+           "--iterations", str(args.iterations), "--warmup-ms", str(args.warmup_ms),
+           "--duration", str(args.ingot_duration), "--json", out_json]
+    log("  " + " ".join(cmd))
+    p, dt, err = run_cmd(cmd, os.path.join(wdir, f"ingot_bench_{shape_tag(batch, seq)}.log"), args.ingot_timeout)
+    res = {"bench_cmd": " ".join(cmd), "bench_s": dt}
+    if err:
+        res["error"] = "bench " + err
+        log(f"  ingot bench FAILED: {err}")
+        return res
+    try:
+        with open(out_json) as f:
+            j = json.load(f)
+        r = j["results"][0]["ingot"]
+        res["e2e_median_ms"] = r.get("median_ms")
+        res["e2e"] = {k: v for k, v in r.items() if not isinstance(v, (dict, list))}
+        gc_ = r.get("gpu_compute")
+        if isinstance(gc_, dict):
+            res["gpu_median_ms"] = gc_.get("median_ms")
+            res["gpu_compute"] = {k: v for k, v in gc_.items() if not isinstance(v, (dict, list))}
+        else:
+            res["gpu_median_ms"] = None
+            res["note"] = "no results[0].ingot.gpu_compute in the bench JSON"
+        res["label"] = j["results"][0].get("label")
+    except Exception as e:  # noqa: BLE001
+        res["error"] = f"bench JSON unreadable: {one_line(e)}"
+        log(f"  ingot bench JSON unreadable: {e}")
+        return res
+    log(f"  ingot b{batch}: GPU compute median {fmt(res.get('gpu_median_ms'))} ms, "
+        f"end-to-end median {fmt(res.get('e2e_median_ms'))} ms")
+    return res
+
+
+def ingot_outputs(args, engine_path, wdir, feeds, batch, seq):
+    import numpy as np
+    in_npz = os.path.join(wdir, f"acc_in_{shape_tag(batch, seq)}.npz")
+    out_npz = os.path.join(wdir, f"acc_out_{shape_tag(batch, seq)}.npz")
+    np.savez(in_npz, **feeds)
+    if os.path.exists(out_npz):
+        os.remove(out_npz)
+    cmd = [args.ingot, "run", engine_path, "--device", "cuda", "--inputs", in_npz, "--save-outputs", out_npz]
+    log("  " + " ".join(cmd))
+    _, _, err = run_cmd(cmd, os.path.join(wdir, f"ingot_run_{shape_tag(batch, seq)}.log"), args.ingot_timeout)
+    if err:
+        raise RuntimeError("ingot run " + err)
+    with np.load(out_npz) as z:
+        key = "logits" if "logits" in z.files else z.files[0]
+        return z[key].astype(np.float32)
+
+
+def compare(np, out, ref):
+    out = np.asarray(out, dtype=np.float32)
+    if out.shape != ref.shape:
+        if out.size == ref.size:
+            out = out.reshape(ref.shape)
+        else:
+            return {"error": f"shape {list(out.shape)} vs reference {list(ref.shape)}"}
+    d = np.abs(out - ref)
+    ref_max = float(np.max(np.abs(ref)))
+    return {"max_abs_diff": float(np.max(d)), "mean_abs_diff": float(np.mean(d)),
+            "rel_max_abs_diff": float(np.max(d)) / ref_max if ref_max > 0 else float("nan"),
+            "argmax_agree": float(np.mean(np.argmax(out, -1) == np.argmax(ref, -1))),
+            "nonfinite": int(np.size(out) - np.count_nonzero(np.isfinite(out)))}
+
+
+def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph):
+    """Median of CUDA-event times around one call, synchronizing after each (one call in flight)."""
+    mark = torch.compiler.cudagraph_mark_step_begin if cudagraph else (lambda: None)
+    t0 = time.perf_counter()
+    mark()
+    out = fn(*args)
+    torch.cuda.synchronize()
+    first_s = time.perf_counter() - t0
+    out_shape = list(out.shape)
+    del out
+    n, start = 0, time.perf_counter()
+    while n < warmup_iters or time.perf_counter() - start < warmup_s:
+        mark()
+        fn(*args)
+        n += 1
+    torch.cuda.synchronize()
+    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    wall = []
+    for s, e in evs:
+        mark()
+        w0 = time.perf_counter()
+        s.record()
+        fn(*args)
+        e.record()
+        e.synchronize()
+        wall.append((time.perf_counter() - w0) * 1e3)
+    gpu = sorted(s.elapsed_time(e) for s, e in evs)
+    q = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
+    return {"median_ms": statistics.median(gpu), "mean_ms": statistics.fmean(gpu), "min_ms": gpu[0],
+            "p10_ms": q(gpu, 0.10), "p90_ms": q(gpu, 0.90), "max_ms": gpu[-1],
+            "wall_median_ms": statistics.median(wall), "count": iters, "first_call_s": first_s,
+            "warmup_iters": n, "output_shape": out_shape}
+
+
+def gpu_busy(torch, fn, args, cudagraph, iters):
+    """Kernel time per call from the profiler (CUPTI): busy = sum of kernel and memcpy durations,
+    span = first start to last end on the GPU. Calls are 2 ms apart so they separate by gaps."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    mark = torch.compiler.cudagraph_mark_step_begin if cudagraph else (lambda: None)
+    torch.cuda.synchronize()
+
+    def collect(activities):
+        with profile(activities=activities) as prof:
+            for _ in range(iters):
+                mark()
+                fn(*args)
+                torch.cuda.synchronize()
+                time.sleep(0.002)
+        return sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                      if e.device_type == DeviceType.CUDA)
+
+    ivs = collect([ProfilerActivity.CUDA])
+    activities = "cuda"
+    if not ivs:  # some versions attach device events only to CPU ops
+        ivs = collect([ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        activities = "cpu+cuda"
+    if not ivs:
+        raise RuntimeError("the profiler recorded no GPU activity")
+    calls, cur = [], [ivs[0]]
+    for iv in ivs[1:]:
+        if iv[0] - max(e for _, e in cur) > 1000:  # us
+            calls.append(cur)
+            cur = []
+        cur.append(iv)
+    calls.append(cur)
+    busy = [sum(e - s for s, e in c) / 1e3 for c in calls]
+    span = [(max(e for _, e in c) - c[0][0]) / 1e3 for c in calls]
+    return {"busy_median_ms": statistics.median(busy), "span_median_ms": statistics.median(span),
+            "calls_seen": len(calls), "calls": iters, "activities": activities,
+            "events_per_call": len(ivs) / max(1, len(calls))}
+
+
+def bench_model(args, torch, np, name, doc, doc_path):
+    log(f"== {DISPLAY[name]}")
+    wdir = os.path.join(args.work, name)
+    os.makedirs(wdir, exist_ok=True)
+    text = is_text(name)
+    seq = args.seq if text else None
+    shapes = [(b, seq) for b in args.batches]
+    module, names, vocab, minfo = build_model(torch, name)
+    entries = {}
+    for b, s in shapes:
+        e = doc["entries"].setdefault(entry_key(name, b, s), {})
+        e.update({"model": name, "batch": b, "seq": s, "model_info": minfo})
+        entries[(b, s)] = e
+    feeds = {(b, s): make_inputs(np, name, vocab, b, s) for b, s in shapes}
+
+    def save():
+        save_doc(doc, doc_path)
+        if args.json:  # after every step: a call cut off by the device's limit still returns results
+            save_doc(doc, args.json)
+
+    # ---- ingot
+    ingot_out = {}
+    engine_path = os.path.join(wdir, "model.fp16.ingot")
+    if not args.skip_ingot and not out_of_time(args, f"{name} ingot"):
+        onnx_path = os.path.join(wdir, "model.onnx")
+        meta = {"model": name, "seed": SEEDS[name], "torch": torch.__version__, "exporter": "torchscript-17",
+                "info": minfo}
+        err = None
+        try:
+            export_onnx(torch, module, names, vocab, onnx_path, os.path.join(wdir, "export_meta.json"), meta,
+                        args.re_export)
+        except Exception as ex:  # noqa: BLE001
+            traceback.print_exc(limit=3)
+            err = f"export: {one_line(ex)}"
+            log(f"  export FAILED: {err}")
+        binfo = {}
+        if err is None:
+            err, binfo = ingot_build(args, name, onnx_path, engine_path, wdir, seq if text else None)
+            if err:
+                err = "build " + err
+        for (b, s), e in entries.items():
+            if err:
+                e["ingot"] = {"error": err, **binfo}
+                continue
+            if out_of_time(args, f"{name} {shape_tag(b, s)} ingot"):
+                continue
+            r = ingot_bench(args, name, engine_path, wdir, b, s)
+            r.update({k: v for k, v in binfo.items() if k != "build_stdout_tail"})
+            e["ingot"] = r
+            if args.check_accuracy:
+                try:
+                    ingot_out[(b, s)] = ingot_outputs(args, engine_path, wdir, feeds[(b, s)], b, s)
+                except Exception as ex:  # noqa: BLE001
+                    e.setdefault("accuracy", {})["ingot_fp16"] = {"error": one_line(ex)}
+                    log(f"  ingot run FAILED: {one_line(ex)}")
+        if binfo.get("build_stdout_tail"):
+            for e in entries.values():
+                e["ingot_build_stdout_tail"] = binfo["build_stdout_tail"]
+        save()
+
+    # ---- accuracy reference: PyTorch fp32 on the GPU, TF32 off
+    if args.check_accuracy and not out_of_time(args, f"{name} accuracy"):
+        try:
+            tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            m32 = copy.deepcopy(module).cuda().eval()
+            refs = {}
+            with torch.inference_mode():
+                for key, f in feeds.items():
+                    refs[key] = m32(*[torch.from_numpy(f[n]).cuda() for n in names]).float().cpu().numpy()
+            del m32
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+            m16 = copy.deepcopy(module).half().cuda().eval()
+            with torch.inference_mode():
+                for key, f in feeds.items():
+                    acc = entries[key].setdefault("accuracy", {})
+                    ref = refs[key]
+                    acc["ref_max_abs"] = float(np.max(np.abs(ref)))
+                    ins = [torch.from_numpy(f[n]).cuda() for n in names]
+                    ins = [x.half() if x.is_floating_point() else x for x in ins]
+                    acc["torch_fp16"] = compare(np, m16(*ins).float().cpu().numpy(), ref)
+                    if key in ingot_out:
+                        acc["ingot_fp16"] = compare(np, ingot_out[key], ref)
+                    log(f"  accuracy b{key[0]}: ingot {json.dumps(acc.get('ingot_fp16'))}; "
+                        f"torch fp16 {json.dumps(acc['torch_fp16'])}")
+            del m16, refs
+        except Exception as ex:  # noqa: BLE001
+            traceback.print_exc(limit=3)
+            for e in entries.values():
+                e.setdefault("accuracy", {})["reference_error"] = one_line(ex)
+            log(f"  accuracy reference FAILED: {one_line(ex)}")
+        ingot_out.clear()
+        gc.collect()
+        torch.cuda.empty_cache()
+        save()
+
+    # ---- PyTorch fp16: FLOPs, weight bytes, peers
+    try:
+        m16 = copy.deepcopy(module).half().cuda().eval()
+        if not text and not args.no_channels_last:
+            m16 = m16.to(memory_format=torch.channels_last)
+        weight_bytes = sum(p.numel() * p.element_size() for p in m16.parameters())
+        gpu_in = {}
+        for key, f in feeds.items():
+            ins = [torch.from_numpy(f[n]).cuda() for n in names]
+            ins = [x.half() if x.is_floating_point() else x for x in ins]
+            if not text and not args.no_channels_last:
+                ins = [x.contiguous(memory_format=torch.channels_last) for x in ins]
+            gpu_in[key] = ins
+        from torch.utils.flop_counter import FlopCounterMode
+        with torch.inference_mode():
+            for key, ins in gpu_in.items():
+                fc = FlopCounterMode(display=False)
+                with fc:
+                    m16(*ins)
+                entries[key]["flops"] = int(fc.get_total_flops())
+                entries[key]["weight_bytes"] = int(weight_bytes)
+                log(f"  b{key[0]}: {entries[key]['flops'] / 1e9:.1f} GFLOP, weights {weight_bytes / 2**20:.1f} MiB "
+                    f"fp16, floor {fmt(floor_of(entries[key], doc.get('device')))} ms")
+        save()
+        if not args.skip_torch:
+            for mode in args.modes:
+                for key, ins in gpu_in.items():
+                    e = entries[key]
+                    if out_of_time(args, f"{name} {shape_tag(*key)} torch {mode}"):
+                        continue
+                    log(f"  torch {mode} b{key[0]}{'' if key[1] is None else ' s%d' % key[1]} ...")
+                    fn = None
+                    try:
+                        torch._dynamo.reset()
+                        if mode == "eager":
+                            fn = m16
+                        else:
+                            fn = torch.compile(m16, mode=None if mode == "default" else mode, dynamic=False)
+                        with (torch.no_grad() if args.no_grad else torch.inference_mode()):
+                            r = time_torch(torch, fn, ins, args.iterations, args.warmup_ms / 1e3,
+                                           3 if args.quick else 10, mode in CUDAGRAPH_MODES)
+                            if not args.no_kernel_time:
+                                try:
+                                    r.update(gpu_busy(torch, fn, ins, mode in CUDAGRAPH_MODES,
+                                                      5 if args.quick else 20))
+                                except Exception as ex:  # noqa: BLE001
+                                    r["busy_error"] = one_line(ex)
+                        r["channels_last"] = (not text) and not args.no_channels_last
+                        r["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
+                        e.setdefault("torch", {})[mode] = r
+                        log(f"  torch {mode} b{key[0]}: median {fmt(r['median_ms'])} ms "
+                            f"(wall {fmt(r['wall_median_ms'])} ms, first call {r['first_call_s']:.1f} s; "
+                            f"kernel busy {fmt(r.get('busy_median_ms'))} ms, span {fmt(r.get('span_median_ms'))} ms, "
+                            f"{r.get('calls_seen', '–')}/{r.get('calls', '–')} calls "
+                            f"{r.get('busy_error', '')})")
+                    except Exception as ex:  # noqa: BLE001
+                        traceback.print_exc(limit=4)
+                        e.setdefault("torch", {})[mode] = {"error": one_line(ex)}
+                        log(f"  torch {mode} b{key[0]} FAILED: {one_line(ex)}")
+                    finally:
+                        del fn
+                        torch._dynamo.reset()
+                        gc.collect()
+                        torch.cuda.empty_cache()
+                        torch.cuda.reset_peak_memory_stats()
+                    save()
+        del m16, gpu_in
+    except Exception as ex:  # noqa: BLE001
+        traceback.print_exc(limit=4)
+        for e in entries.values():
+            e["error"] = f"torch side: {one_line(ex)}"
+        log(f"  torch side FAILED: {one_line(ex)}")
+    del module
+    gc.collect()
+    torch.cuda.empty_cache()
+    save()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--ingot", default=os.path.join(REPO, "build", "ingot"), help="ingot binary (default build/ingot)")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma list of " + ",".join(MODELS))
+    ap.add_argument("--modes", default=",".join(MODES), help="PyTorch modes, comma list of " + ",".join(MODES))
+    ap.add_argument("--batches", default="1,32", help="batch sizes (default 1,32; the engine profile is b1..max)")
+    ap.add_argument("--seq", type=int, default=128, help="sequence length of the text models (default 128)")
+    ap.add_argument("--opt-batch", type=int, default=32, help="batch of the engine's --opt-shapes (default 32)")
+    ap.add_argument("--iterations", type=int, default=200, help="timed runs per shape and backend (default 200)")
+    ap.add_argument("--warmup-ms", type=float, default=500, help="warm-up per shape and backend (default 500)")
+    ap.add_argument("--ingot-duration", type=float, default=1.0, help="ingot bench --duration (default 1 s)")
+    ap.add_argument("--ingot-timeout", type=int, default=420, help="seconds per ingot subprocess (default 420)")
+    ap.add_argument("--skip-ingot", action="store_true")
+    ap.add_argument("--skip-torch", action="store_true", help="no PyTorch timings (FLOPs are still counted)")
+    ap.add_argument("--check-accuracy", action="store_true", help="ingot fp16 logits against PyTorch fp32")
+    ap.add_argument("--no-channels-last", action="store_true", help="ResNet-50 peers in NCHW (default NHWC)")
+    ap.add_argument("--no-kernel-time", action="store_true",
+                    help="skip the profiler pass that measures torch's kernel-busy time per call")
+    ap.add_argument("--no-grad", action="store_true", help="PyTorch under torch.no_grad() instead of inference_mode()")
+    ap.add_argument("--quick", action="store_true", help="smoke test: 20 iterations, 100 ms warm-up")
+    ap.add_argument("--work", default="/tmp/ingot_gpu_bench", help="work dir, local to the GPU machine")
+    ap.add_argument("--re-export", action="store_true", help="export ONNX again even if the work dir has it")
+    ap.add_argument("--reuse-engines", action="store_true", help="keep engines the work dir already has")
+    ap.add_argument("--time-budget", type=float, default=0,
+                    help="seconds: start no new step (model, shape, mode) after this much time, so the "
+                         "table is printed before the device's limit (0: no limit); a step already "
+                         "running (e.g. a max-autotune compile) is not interrupted")
+    ap.add_argument("--fresh", action="store_true", help="ignore results accumulated in WORK/results.json")
+    ap.add_argument("--json", default="", help="also write the accumulated results here")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="combine result files and print the table (no GPU)")
+    args = ap.parse_args()
+
+    if args.merge:
+        doc = new_doc()
+        for p in args.merge:
+            merge_into(doc, load_doc(p))
+        if args.json:
+            save_doc(doc, args.json)
+        print(render(doc))
+        return 0
+
+    args.models = [m for m in args.models.split(",") if m]
+    args.modes = [m for m in args.modes.split(",") if m]
+    bad = [m for m in args.models if m not in MODELS] + [m for m in args.modes if m not in MODES]
+    if bad:
+        ap.error(f"unknown model/mode {bad}: models {MODELS}, modes {MODES}")
+    args.batches = sorted({int(b) for b in args.batches.split(",") if b})
+    if args.quick:
+        args.iterations = min(args.iterations, 20)
+        args.warmup_ms = min(args.warmup_ms, 100)
+        args.ingot_duration = min(args.ingot_duration, 0.2)
+    args.skipped = []
+    args.work = os.path.abspath(args.work)
+    os.makedirs(args.work, exist_ok=True)
+    out_env = os.environ.get("OUT")
+    if out_env and args.work.startswith(os.path.abspath(out_env)):
+        log(f"warning: the work dir {args.work} is under $OUT: ONNX files and engines would come back")
+
+    import numpy as np
+    import torch
+    if not torch.cuda.is_available():
+        print("no CUDA device", file=sys.stderr)
+        return 1
+    torch.backends.cudnn.benchmark = True
+
+    doc_path = os.path.join(args.work, "results.json")
+    doc = new_doc()
+    if not args.fresh and os.path.exists(doc_path):
+        try:
+            merge_into(doc, load_doc(doc_path))
+            log(f"continuing {doc_path} ({len(doc['entries'])} entries)")
+        except Exception as e:  # noqa: BLE001
+            log(f"ignoring unreadable {doc_path}: {e}")
+            doc = new_doc()
+
+    ingot_version = None
+    if not args.skip_ingot:
+        try:
+            p = subprocess.run([args.ingot, "--version"], capture_output=True, text=True, timeout=60)
+            ingot_version = (p.stdout or p.stderr).strip().splitlines()[0] if p.returncode == 0 else None
+        except Exception as e:  # noqa: BLE001
+            log(f"warning: {args.ingot} --version failed: {e}")
+    run = {"started": datetime.datetime.now().isoformat(timespec="seconds"), "argv": sys.argv[1:],
+           "ingot_version": ingot_version, "models": args.models, "modes": [] if args.skip_torch else args.modes,
+           "skip_ingot": args.skip_ingot, "iterations": args.iterations, "warmup_ms": args.warmup_ms}
+    doc["runs"].append(run)
+
+    log(f"device: {torch.cuda.get_device_name(0)}; torch {torch.__version__} CUDA {torch.version.cuda}; "
+        f"ingot {'(skipped)' if args.skip_ingot else ingot_version}")
+    dev = device_info(torch, args.ingot)
+    try:
+        dev.update(measure_floors(torch, args.quick))
+        log(f"floors: fp16 matmul {dev['matmul_fp16_tflops']:.1f} TFLOP/s, copy {dev['copy_bandwidth_tbps']:.2f} TB/s")
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc(limit=3)
+        log(f"floor measurement FAILED: {one_line(e)}")
+        if doc.get("device"):
+            for k in ("matmul_ms", "matmul_fp16_tflops", "copy_ms", "copy_bandwidth_tbps"):
+                dev.setdefault(k, doc["device"].get(k))
+    doc["device"] = dev
+    save_doc(doc, doc_path)
+
+    for name in args.models:
+        if out_of_time(args, f"{name} (all)"):
+            continue
+        try:
+            bench_model(args, torch, np, name, doc, doc_path)
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc(limit=4)
+            log(f"{name} FAILED: {one_line(e)}")
+            for b in args.batches:
+                s = args.seq if is_text(name) else None
+                doc["entries"].setdefault(entry_key(name, b, s), {"model": name, "batch": b, "seq": s})["error"] = \
+                    one_line(e)
+            gc.collect()
+            torch.cuda.empty_cache()
+        save_doc(doc, doc_path)
+    run["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+    run["skipped"] = args.skipped
+    save_doc(doc, doc_path)
+    if args.json:
+        save_doc(doc, args.json)
+        log(f"wrote {args.json}")
+    log("done")
+    print()
+    print(render(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+// ingot.Attention on CUDA (the contract is at the top of backends/cpu/attention.cc):
+//   1. qkv = X · W_qkv + b_qkv             one cuBLASLt GEMM with a bias epilogue, into the workspace
+//   2. context = softmax(scale · Q Kᵀ + mask) V per head, flash style (attention.cu), read from qkv
+//      and written head-interleaved into [B*S, N] without transposes
+//   3. Y = context · W_out + b_out         a second GEMM (without W_out the context is Y itself)
+// Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*S, N] when W_out is given].
+#include <limits>
+#include <string>
+
+#include "backends/cuda/attention_impl.h"
+#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/lt_gemm.h"
+
+namespace ingot::cuda {
+namespace {
+
+constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5;
+
+size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
+
+bool is_device_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+class AttentionKernel : public CudaKernel {
+ public:
+  Status init(const Node& node, int) override {
+    heads_ = node.attrs.get_int("num_heads", 0);
+    if (heads_ <= 0) return invalid_model("attribute num_heads must be positive, got " + std::to_string(heads_));
+    scale_ = node.attrs.get_float("scale", 1.f);
+    causal_ = node.attrs.get_int("causal", 0) != 0;
+    nan_to_zero_ = node.attrs.get_int("nan_to_zero", 0) != 0;
+    filter_ = node.attrs.get_float("mask_filter_value", -std::numeric_limits<float>::infinity());
+    std::string kind = node.attrs.get_string("mask_kind", "none");
+    if (kind == "none") mask_kind_ = MaskKind::kNone;
+    else if (kind == "add") mask_kind_ = MaskKind::kAdd;
+    else if (kind == "bool") mask_kind_ = MaskKind::kBool;
+    else return invalid_model("attribute mask_kind '" + kind + "' is not none, add or bool");
+    return Status::ok();
+  }
+
+  std::string supports(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
+    auto present = [&](int i) { return size_t(i) < in.size() && in[size_t(i)].present; };
+    if (!present(kX) || !present(kWqkv)) return "needs inputs X and W_qkv";
+    DType t = in[kX].dtype;
+    if (!is_device_float(t)) return "dtype " + dtype_name(t);
+    for (int i : {kWqkv, kBqkv, kWout, kBout})
+      if (present(i) && in[size_t(i)].dtype != t) return "input " + std::to_string(i) + " dtype differs from X";
+    if (present(kMask)) {
+      DType mt = in[kMask].dtype;
+      if (mask_kind_ == MaskKind::kBool ? mt != DType::kBool : !is_device_float(mt))
+        return "mask dtype " + dtype_name(mt);
+    }
+    const Shape& x = in[kX].shape;
+    const Shape& w = in[kWqkv].shape;
+    if (x.size() != 3 || w.size() != 2) return "X or W_qkv rank";
+    if (x[2] == 0) return "hidden size 0";
+    const int64_t D = w[1] / 3 / heads_;
+    if (D > kAttentionMaxHeadDim)
+      return "head size " + std::to_string(D) + " > " + std::to_string(kAttentionMaxHeadDim);
+    return {};
+  }
+
+  size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
+    const Shape& x = in[kX].shape;
+    const int64_t rows = x.size() == 3 ? x[0] * x[1] : 0, N = in[kWqkv].shape.size() == 2 ? in[kWqkv].shape[1] / 3 : 0;
+    const size_t es = dtype_size(in[kX].dtype);
+    const bool has_out = size_t(kWout) < in.size() && in[kWout].present;
+    return kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es) + (has_out ? align_up(size_t(rows * N) * es) : 0);
+  }
+
+  Status compute(CudaComputeContext& ctx) const override {
+    const Tensor& X = ctx.input(kX);
+    const Tensor& Wqkv = ctx.input(kWqkv);
+    Tensor& Y = ctx.output(0);
+    if (Y.numel() == 0) return Status::ok();
+    const DType t = X.dtype();
+    const int64_t B = X.dim(0), S = X.dim(1), E = X.dim(2), N = Wqkv.dim(1) / 3, rows = B * S;
+    const bool has_out = ctx.has_input(kWout);
+    const size_t es = dtype_size(t);
+
+    char* ws = static_cast<char*>(ctx.workspace());
+    void* qkv = ws + kGemmWorkspaceBytes;
+    void* context = has_out ? ws + kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es) : Y.raw();
+
+    GemmDesc proj;
+    proj.m = rows, proj.n = 3 * N, proj.k = E, proj.dtype = t;
+    proj.bias = ctx.has_input(kBqkv) ? ctx.input(kBqkv).raw() : nullptr;
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), proj, X.raw(), Wqkv.raw(), qkv, ws, kGemmWorkspaceBytes));
+
+    AttentionCoreArgs a;
+    a.qkv = qkv, a.context = context;
+    a.B = B, a.S = S, a.H = heads_, a.D = N / heads_, a.dtype = t;
+    if (mask_kind_ != MaskKind::kNone) {
+      const Tensor& mask = ctx.input(kMask);
+      INGOT_RETURN_IF_ERROR(mask_strides(mask.shape(), B, S, a));
+      a.mask = mask.raw(), a.mask_dtype = mask.dtype();
+    }
+    a.scale = scale_, a.filter = filter_, a.causal = causal_, a.nan_to_zero = nan_to_zero_;
+    a.sm_count = ctx.handles().sm_count;
+    INGOT_RETURN_IF_ERROR(cuda_status(launch_attention_core(a, ctx.stream()), "attention core"));
+
+    if (has_out) {
+      const Tensor& Wout = ctx.input(kWout);
+      GemmDesc out;
+      out.m = rows, out.n = Wout.dim(1), out.k = N, out.dtype = t;
+      out.bias = ctx.has_input(kBout) ? ctx.input(kBout).raw() : nullptr;
+      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw(), ws, kGemmWorkspaceBytes));
+    }
+    return Status::ok();
+  }
+
+ private:
+  enum class MaskKind { kNone, kAdd, kBool };
+
+  // Element strides of the mask broadcast (numpy rules) to [B, heads, S, S]; 0 on broadcast axes.
+  Status mask_strides(const Shape& m, int64_t B, int64_t S, AttentionCoreArgs& a) const {
+    const Shape target{B, heads_, S, S};
+    if (m.size() > 4) return invalid_argument("input 3 (mask) of shape " + shape_str(m) + " has rank above 4");
+    Shape m4(4 - m.size(), 1);
+    m4.insert(m4.end(), m.begin(), m.end());
+    int64_t st[4], acc = 1;
+    for (int i = 3; i >= 0; --i) {
+      if (m4[size_t(i)] != 1 && m4[size_t(i)] != target[size_t(i)])
+        return invalid_argument("input 3 (mask) of shape " + shape_str(m) + " does not broadcast to " +
+                                shape_str(target));
+      st[i] = m4[size_t(i)] == 1 ? 0 : acc;
+      acc *= m4[size_t(i)];
+    }
+    a.mask_b = st[0], a.mask_h = st[1], a.mask_q = st[2], a.mask_k = st[3];
+    return Status::ok();
+  }
+
+  int64_t heads_ = 0;
+  float scale_ = 1.f, filter_ = 0.f;
+  bool causal_ = false, nan_to_zero_ = false;
+  MaskKind mask_kind_ = MaskKind::kNone;
+};
+
+}  // namespace
+
+INGOT_REGISTER_CUDA_KERNEL("ingot", Attention, AttentionKernel);
+
+}  // namespace ingot::cuda

@@ -1,0 +1,479 @@
+// ingot.Attention's core on the GPU: P = softmax(scale · Q_h K_hᵀ + mask), context_h = P V_h for
+// every (batch, head), flash style: one pass over K/V per block of queries with an online softmax
+// (running row max and sum in fp32), so the S×S scores never reach global memory. Q, K and V are
+// read straight out of the QKV projection [B*S, 3N] and the context is written straight into
+// [B*S, N] (heads side by side), so no transposed copies exist.
+//
+// Two kernels:
+//   flash_kernel<T, D>   float16/bfloat16, D in {32, 64, 80, 96, 128}: tensor cores (mma.sync
+//                        m16n8k16, fp32 accumulators; operands through ldmatrix from shared
+//                        memory filled by cp.async). Each warp owns 16 query rows.
+//   generic_kernel<T>    any float dtype and D <= 128 (float32 engines, odd head sizes): one warp
+//                        per query row, one lane per key, plain fp32 FMAs. Correct, not fast.
+//
+// Semantics match the CPU kernel (backends/cpu/attention.cc, attention_util.h) exactly:
+//   score = (q · k) · scale + mask  (bool mask: true adds 0, false adds `filter`), keys j > i are
+//   -inf under `causal`; a row with a NaN score or whose every score is -inf yields NaN (0 with
+//   nan_to_zero) for the whole row; finite filter values (-3.4e38, -65504) keep the softmax
+//   defined (a fully filtered row is a plain softmax of the shifted scores). The subtraction of
+//   the running max happens in fp32 before any scaling by log2(e), so such rows do not overflow.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <cstdint>
+#include <limits>
+
+#include "backends/cuda/attention_impl.h"
+#include "backends/cuda/cuda_common.cuh"
+
+namespace ingot::cuda {
+namespace {
+
+enum MaskType : int { kMaskNone, kMaskBool, kMaskF32, kMaskF16, kMaskBF16 };
+
+struct CoreParams {
+  const void* qkv;
+  void* context;
+  int S, H, D, N, qblocks;  // qblocks: query blocks per (batch, head)
+  int64_t ld;               // 3N, the row length of qkv
+  const void* mask;
+  int mask_type;
+  int64_t mask_b, mask_h, mask_q, mask_k;
+  float scale, filter, fill;  // fill: the value of a row that softmax leaves undefined
+  bool causal;
+};
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+// Mask element `off` as the value added to the score.
+template <class M> __device__ __forceinline__ float mask_add(const void* mask, int64_t off, float filter);
+template <> __device__ __forceinline__ float mask_add<uint8_t>(const void* mask, int64_t off, float filter) {
+  return static_cast<const uint8_t*>(mask)[off] ? 0.f : filter;
+}
+template <> __device__ __forceinline__ float mask_add<float>(const void* mask, int64_t off, float) {
+  return static_cast<const float*>(mask)[off];
+}
+template <> __device__ __forceinline__ float mask_add<__half>(const void* mask, int64_t off, float) {
+  return __half2float(static_cast<const __half*>(mask)[off]);
+}
+template <> __device__ __forceinline__ float mask_add<__nv_bfloat16>(const void* mask, int64_t off, float) {
+  return __bfloat162float(static_cast<const __nv_bfloat16*>(mask)[off]);
+}
+
+// The mask's additive value for (row_off, key), by the runtime mask type (warp-uniform branch).
+__device__ __forceinline__ float mask_at(const CoreParams& p, int64_t off) {
+  switch (p.mask_type) {
+    case kMaskBool: return mask_add<uint8_t>(p.mask, off, p.filter);
+    case kMaskF32: return mask_add<float>(p.mask, off, p.filter);
+    case kMaskF16: return mask_add<__half>(p.mask, off, p.filter);
+    case kMaskBF16: return mask_add<__nv_bfloat16>(p.mask, off, p.filter);
+    default: return 0.f;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-core flash kernel (float16 / bfloat16).
+//
+// Block sizes. A CTA holds 16·W query rows (W = 1, 2 or 4 warps, chosen at launch) and walks the
+// keys in tiles of 64. Every warp does the same work whatever W is (16 rows against all keys), so
+// a CTA's latency barely depends on W; a larger W only shares each K/V tile among more warps.
+// The launcher therefore takes W = 4 when that still gives at least one CTA per SM and shrinks W
+// otherwise: DistilBERT at b1 s128 (12 heads) runs 96 one-warp CTAs instead of 24 four-warp ones.
+// Floor of one layer's core at b32 s128 (12 heads, D 64): 1.6 GFLOP (≈ 3 µs of dense fp16 mma on
+// an H100) and 19 MB of QKV read + 6 MB of context written (≈ 8 µs at 3 TB/s), so it is bound by
+// memory; K/V of a head are re-read by the S/64 query blocks from L2, not HBM. At b1 the floor is
+// the launch and the two dependent K/V tile loads (a few µs). A CTA's shared memory is one K
+// and one V tile (2 × 64 × (D + 8) × 2 bytes, ≤ 34 KB), so several CTAs fit on an SM.
+//
+// Pipeline per key tile t (K(t) already in shared memory): start loading V(t); S = Q K(t)ᵀ;
+// online softmax; wait V(t), barrier; start loading K(t+1); O += P V(t); wait K(t+1), barrier.
+// Q is first staged through the V buffer and then kept in registers as mma A fragments.
+
+constexpr int kKeyTile = 64;
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, or 16 zero bytes when !valid (then `src` is not read).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// c[16×8] += a[16×16] · b[16×8], fp32 accumulators.
+template <class T> __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+template <> __device__ __forceinline__ void mma16816<__half>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats as one register of two 16-bit values (lo = first, the lower column).
+template <class T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// Rows [row0, row0 + rows) of one head's D columns starting at `col` of qkv (batch base `src`)
+// into shared memory rows of `kStride` elements; rows past S become zeros.
+template <int D>
+__device__ __forceinline__ void load_rows(uint16_t* dst, const uint16_t* src, int64_t ld, int col, int row0, int rows,
+                                          int S) {
+  constexpr int kChunks = D / 8, kStride = D + 8;
+  for (int c = int(threadIdx.x); c < rows * kChunks; c += int(blockDim.x)) {
+    const int r = c / kChunks, ch = c - r * kChunks, row = row0 + r;
+    const bool valid = row < S;
+    const uint16_t* s = src + int64_t(valid ? row : 0) * ld + col + ch * 8;
+    cp_async16(smem_addr(dst + r * kStride + ch * 8), s, valid);
+  }
+}
+
+// The additive mask of this thread's 2 rows × 16 keys of a tile, in the layout of the score
+// accumulators (acc[j][e]: row e / 2, key 8j + 2·(lane % 4) + e % 2). Rows and keys past S are
+// clamped (their scores are discarded or replaced by -inf).
+template <class M>
+__device__ __forceinline__ void load_mask_tile(const CoreParams& p, const int64_t row_off[2], int key0, float out[8][4]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = min(key0 + 8 * j + (e & 1), p.S - 1);
+      out[j][e] = mask_add<M>(p.mask, row_off[e >> 1] + int64_t(key) * p.mask_k, p.filter);
+    }
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
+  constexpr int kStride = D + 8;  // (D/8 + 1) 16-byte chunks per row, an odd count: ldmatrix's 8 rows hit 8 distinct bank groups
+  constexpr int kKSteps = D / 16, kDTiles = D / 8;
+  __shared__ __align__(16) uint16_t ks[kKeyTile * kStride];
+  __shared__ __align__(16) uint16_t vs[kKeyTile * kStride];  // holds the Q block first
+
+  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, g = lane >> 2, t4 = lane & 3;
+  const int rows_per_cta = int(blockDim.x) >> 1;  // 16 per warp
+  const int qb = int(blockIdx.x % unsigned(p.qblocks));
+  const int bh = int(blockIdx.x / unsigned(p.qblocks)), h = bh % p.H, b = bh / p.H;
+  const int q0 = qb * rows_per_cta, S = p.S;
+  const uint16_t* base = static_cast<const uint16_t*>(p.qkv) + int64_t(b) * S * p.ld;
+  const int qcol = h * D, kcol = p.N + h * D, vcol = 2 * p.N + h * D;
+
+  load_rows<D>(vs, base, p.ld, qcol, q0, rows_per_cta, S);
+  load_rows<D>(ks, base, p.ld, kcol, 0, kKeyTile, S);
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+  uint32_t qf[kKSteps][4];
+#pragma unroll
+  for (int k = 0; k < kKSteps; ++k)
+    ldmatrix_x4(qf[k], smem_addr(vs + (warp * 16 + (lane & 15)) * kStride + k * 16 + (lane >> 4) * 8));
+  __syncthreads();  // every warp has its Q fragments before V overwrites them
+
+  const int row0 = q0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
+  int64_t mask_row[2] = {0, 0};
+  if (p.mask_type != kMaskNone)
+    for (int r = 0; r < 2; ++r)
+      mask_row[r] = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h + int64_t(min(row0 + 8 * r, S - 1)) * p.mask_q;
+
+  float o[kDTiles][4];
+#pragma unroll
+  for (int j = 0; j < kDTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f};
+  bool has_nan[2] = {false, false};
+
+  int tiles = (S + kKeyTile - 1) / kKeyTile;
+  if (p.causal) tiles = min(tiles, (min(q0 + rows_per_cta, S) - 1) / kKeyTile + 1);
+  const int warp_last_row = q0 + warp * 16 + 15;
+
+  for (int t = 0; t < tiles; ++t) {
+    const int k0 = t * kKeyTile;
+    load_rows<D>(vs, base, p.ld, vcol, k0, kKeyTile, S);
+    cp_async_commit();
+    // Under causal, a tile wholly right of this warp's diagonal would add exactly nothing.
+    const bool active = !p.causal || k0 <= warp_last_row;
+    uint32_t pf[kKeyTile / 16][4];  // P as A fragments of the P·V product
+    if (active) {
+      float s[8][4];
+      switch (p.mask_type) {  // issued before the mma so the loads' latency overlaps them
+        case kMaskBool: load_mask_tile<uint8_t>(p, mask_row, k0 + 2 * t4, s); break;
+        case kMaskF32: load_mask_tile<float>(p, mask_row, k0 + 2 * t4, s); break;
+        case kMaskF16: load_mask_tile<__half>(p, mask_row, k0 + 2 * t4, s); break;
+        case kMaskBF16: load_mask_tile<__nv_bfloat16>(p, mask_row, k0 + 2 * t4, s); break;
+        default:
+#pragma unroll
+          for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+      }
+      float acc[8][4];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+#pragma unroll
+      for (int k = 0; k < kKSteps; ++k)
+#pragma unroll
+        for (int np = 0; np < 4; ++np) {  // key n-tiles 2np and 2np + 1
+          uint32_t kb[4];
+          ldmatrix_x4(kb, smem_addr(ks + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + k * 16 +
+                                    ((lane >> 3) & 1) * 8));
+          mma16816<T>(acc[2 * np], qf[k], kb[0], kb[1]);
+          mma16816<T>(acc[2 * np + 1], qf[k], kb[2], kb[3]);
+        }
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = k0 + 8 * j + 2 * t4 + (e & 1), row = row0 + 8 * (e >> 1);
+          float v = acc[j][e] * p.scale + s[j][e];
+          if (key >= S || (p.causal && key > row)) v = neg_inf();
+          has_nan[e >> 1] |= v != v;
+          s[j][e] = v;
+        }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = neg_inf();
+#pragma unroll
+        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+        const float m_new = fmaxf(m[r], quad_max(mx));
+        // A row with only -inf so far subtracts 0, so exp(-inf - 0) = 0 instead of NaN.
+        const float m_use = m_new == neg_inf() ? 0.f : m_new;
+        const float alpha = __expf(m[r] - m_use);
+        m[r] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          s[j][2 * r] = __expf(s[j][2 * r] - m_use);
+          s[j][2 * r + 1] = __expf(s[j][2 * r + 1] - m_use);
+          sum += s[j][2 * r] + s[j][2 * r + 1];
+        }
+        l[r] = l[r] * alpha + sum;  // this thread's share of the row sum; reduced over the quad at the end
+#pragma unroll
+        for (int j = 0; j < kDTiles; ++j) o[j][2 * r] *= alpha, o[j][2 * r + 1] *= alpha;
+      }
+#pragma unroll
+      for (int k = 0; k < kKeyTile / 16; ++k) {
+        pf[k][0] = pack2<T>(s[2 * k][0], s[2 * k][1]);
+        pf[k][1] = pack2<T>(s[2 * k][2], s[2 * k][3]);
+        pf[k][2] = pack2<T>(s[2 * k + 1][0], s[2 * k + 1][1]);
+        pf[k][3] = pack2<T>(s[2 * k + 1][2], s[2 * k + 1][3]);
+      }
+    }
+    cp_async_wait_all();
+    __syncthreads();  // V(t) is in place and every warp is done reading K(t)
+    if (t + 1 < tiles) {
+      load_rows<D>(ks, base, p.ld, kcol, k0 + kKeyTile, kKeyTile, S);
+      cp_async_commit();
+    }
+    if (active) {
+#pragma unroll
+      for (int k = 0; k < kKeyTile / 16; ++k)
+#pragma unroll
+        for (int dp = 0; dp < kDTiles / 2; ++dp) {  // output n-tiles 2dp and 2dp + 1
+          uint32_t vb[4];
+          ldmatrix_x4_trans(vb, smem_addr(vs + (k * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + dp * 16 +
+                                          (lane >> 4) * 8));
+          mma16816<T>(o[2 * dp], pf[k], vb[0], vb[1]);
+          mma16816<T>(o[2 * dp + 1], pf[k], vb[2], vb[3]);
+        }
+    }
+    cp_async_wait_all();
+    __syncthreads();  // K(t+1) is in place and every warp is done reading V(t)
+  }
+
+  T* out = static_cast<T*>(p.context);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float sum = quad_sum(l[r]);
+    const int row_nan = int(has_nan[r]);
+    const bool undefined = (row_nan | __shfl_xor_sync(0xffffffffu, row_nan, 1) | __shfl_xor_sync(0xffffffffu, row_nan, 2) |
+                            __shfl_xor_sync(0xffffffffu, row_nan, 3)) != 0 ||
+                           m[r] == neg_inf();
+    const float inv = 1.f / sum;
+    const int row = row0 + 8 * r;
+    if (row >= S) continue;
+    T* dst = out + (int64_t(b) * S + row) * p.N + h * D + 2 * t4;
+#pragma unroll
+    for (int j = 0; j < kDTiles; ++j) {
+      const uint32_t v = undefined ? pack2<T>(p.fill, p.fill) : pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+      *reinterpret_cast<uint32_t*>(dst + 8 * j) = v;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generic kernel: kGenericRows warps per CTA, one query row per warp; keys in tiles of 32 (one
+// per lane) staged with V as float in shared memory. Lane j computes the score of key k0 + j;
+// the warp then folds the tile into its running max/sum and each lane accumulates the output
+// dims d = lane + 32c.
+
+constexpr int kGenericRows = 8;
+constexpr int kGenericDims = int(kAttentionMaxHeadDim) / 32;
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kGenericRows * 32) generic_kernel(CoreParams p) {
+  constexpr int kMaxD = int(kAttentionMaxHeadDim);
+  __shared__ float qs[kGenericRows][kMaxD];
+  __shared__ float ks[32][kMaxD + 1];  // +1: lane j reads row j, so the 32 lanes hit 32 banks
+  __shared__ float vs[32][kMaxD];
+
+  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, D = p.D, S = p.S;
+  const int qb = int(blockIdx.x % unsigned(p.qblocks));
+  const int bh = int(blockIdx.x / unsigned(p.qblocks)), h = bh % p.H, b = bh / p.H;
+  const int q0 = qb * kGenericRows, row = q0 + warp;
+  const T* base = static_cast<const T*>(p.qkv) + int64_t(b) * S * p.ld;
+
+  for (int i = int(threadIdx.x); i < kGenericRows * D; i += int(blockDim.x)) {
+    const int r = i / D, d = i - r * D;
+    qs[r][d] = q0 + r < S ? to_float(base[int64_t(q0 + r) * p.ld + h * D + d]) : 0.f;
+  }
+  const int64_t mask_row =
+      int64_t(b) * p.mask_b + int64_t(h) * p.mask_h + int64_t(min(row, S - 1)) * p.mask_q;
+
+  float o[kGenericDims] = {};
+  float m = neg_inf(), l = 0.f;
+  bool has_nan = false;
+  int tiles = (S + 31) / 32;
+  if (p.causal) tiles = min(tiles, (min(q0 + kGenericRows, S) - 1) / 32 + 1);
+  for (int t = 0; t < tiles; ++t) {
+    const int k0 = t * 32;
+    __syncthreads();  // the previous tile is consumed (and, first time, Q is written)
+    for (int i = int(threadIdx.x); i < 32 * D; i += int(blockDim.x)) {
+      const int r = i / D, d = i - r * D;
+      const bool valid = k0 + r < S;
+      const T* kv = base + int64_t(valid ? k0 + r : 0) * p.ld + h * D + d;
+      ks[r][d] = valid ? to_float(kv[p.N]) : 0.f;
+      vs[r][d] = valid ? to_float(kv[2 * p.N]) : 0.f;
+    }
+    __syncthreads();
+    const int key = k0 + lane;
+    float s = 0.f;
+    for (int d = 0; d < D; ++d) s = fmaf(qs[warp][d], ks[lane][d], s);
+    s = s * p.scale + (p.mask_type != kMaskNone ? mask_at(p, mask_row + int64_t(min(key, S - 1)) * p.mask_k) : 0.f);
+    if (key >= S || (p.causal && key > row)) s = neg_inf();
+    has_nan |= __any_sync(0xffffffffu, s != s) != 0;
+    const float m_new = fmaxf(m, warp_max(s));
+    const float m_use = m_new == neg_inf() ? 0.f : m_new;
+    const float alpha = expf(m - m_use);
+    const float pj = expf(s - m_use);
+    l = l * alpha + warp_sum(pj);
+    m = m_new;
+#pragma unroll
+    for (int c = 0; c < kGenericDims; ++c) o[c] *= alpha;
+    for (int j = 0; j < 32; ++j) {
+      const float pv = __shfl_sync(0xffffffffu, pj, j);
+#pragma unroll
+      for (int c = 0; c < kGenericDims; ++c)
+        if (lane + 32 * c < D) o[c] = fmaf(pv, vs[j][lane + 32 * c], o[c]);
+    }
+  }
+  if (row >= S) return;
+  const bool undefined = has_nan || m == neg_inf();
+  T* dst = static_cast<T*>(p.context) + (int64_t(b) * S + row) * p.N + h * D;
+#pragma unroll
+  for (int c = 0; c < kGenericDims; ++c)
+    if (lane + 32 * c < D) dst[lane + 32 * c] = from_float<T>(undefined ? p.fill : o[c] / l);
+}
+
+int mask_type_of(const AttentionCoreArgs& a) {
+  if (!a.mask) return kMaskNone;
+  switch (a.mask_dtype) {
+    case DType::kBool: return kMaskBool;
+    case DType::kFloat32: return kMaskF32;
+    case DType::kFloat16: return kMaskF16;
+    case DType::kBFloat16: return kMaskBF16;
+    default: return -1;
+  }
+}
+
+template <class T>
+cudaError_t launch_flash(const CoreParams& p, int64_t D, int warps, unsigned grid, cudaStream_t stream) {
+  const dim3 block(unsigned(32 * warps));
+  switch (D) {
+    case 32: flash_kernel<T, 32><<<grid, block, 0, stream>>>(p); break;
+    case 64: flash_kernel<T, 64><<<grid, block, 0, stream>>>(p); break;
+    case 80: flash_kernel<T, 80><<<grid, block, 0, stream>>>(p); break;
+    case 96: flash_kernel<T, 96><<<grid, block, 0, stream>>>(p); break;
+    case 128: flash_kernel<T, 128><<<grid, block, 0, stream>>>(p); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+bool flash_head_dim(int64_t D) { return D == 32 || D == 64 || D == 80 || D == 96 || D == 128; }
+
+}  // namespace
+
+cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t stream) {
+  const int mask_type = mask_type_of(a);
+  if (mask_type < 0 || a.D <= 0 || a.D > kAttentionMaxHeadDim || a.S > INT_MAX || a.H * a.D > INT_MAX)
+    return cudaErrorInvalidValue;
+  if (a.B == 0 || a.S == 0) return cudaSuccess;
+  CoreParams p{a.qkv, a.context, int(a.S), int(a.H), int(a.D), int(a.H * a.D), 0, 3 * a.H * a.D, a.mask,
+               mask_type, a.mask_b, a.mask_h, a.mask_q, a.mask_k, a.scale, a.filter,
+               a.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN(), a.causal};
+  const int64_t heads = a.B * a.H;
+  auto blocks = [&](int64_t rows) { return heads * ((a.S + rows - 1) / rows); };
+  const bool half = a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;
+  if (half && flash_head_dim(a.D)) {
+    int warps = 4;  // see "Block sizes" above
+    while (warps > 1 && blocks(16 * warps) < a.sm_count) warps /= 2;
+    if (blocks(16 * warps) > INT_MAX) return cudaErrorInvalidConfiguration;
+    p.qblocks = int((a.S + 16 * warps - 1) / (16 * warps));
+    const unsigned grid = unsigned(blocks(16 * warps));
+    return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, warps, grid, stream)
+                                      : launch_flash<__nv_bfloat16>(p, a.D, warps, grid, stream);
+  }
+  if (blocks(kGenericRows) > INT_MAX) return cudaErrorInvalidConfiguration;
+  p.qblocks = int((a.S + kGenericRows - 1) / kGenericRows);
+  const unsigned grid = unsigned(blocks(kGenericRows));
+  bool known = dispatch_device_float(a.dtype, [&](auto t) {
+    generic_kernel<decltype(t)><<<grid, kGenericRows * 32, 0, stream>>>(p);
+  });
+  return known ? cudaGetLastError() : cudaErrorInvalidValue;
+}
+
+}  // namespace ingot::cuda

@@ -1,0 +1,318 @@
+// A CUDA execution context: one stream with its library handles, the activation arena and the
+// shared kernel workspace, and per shape plan an instance with its own buffers, pinned staging
+// memory and (when the whole plan runs on the GPU) a captured CUDA graph.
+//
+// A run: inputs are copied into pinned memory and sent with async copies; the graph is replayed
+// (or, on a shape's first run and for plans with CPU steps, the kernels are enqueued one by one);
+// outputs come back through pinned memory; one synchronisation at the end. CUDA events around
+// each phase give the device times that `ingot bench` reports next to host latency.
+#include "backends/cuda/cuda_context.h"
+
+#include "backends/cuda/lt_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ingot::cuda {
+namespace {
+
+std::byte* at(void* base, int64_t off) { return static_cast<std::byte*>(base) + off; }
+
+}  // namespace
+
+struct CudaContext::Instance {
+  std::shared_ptr<const ShapePlan> plan;
+  std::vector<DeviceBuffer> own;  // kOwn buffers
+  std::vector<Tensor> dev;        // per value: a view of its device memory (undefined if none)
+  struct Bound {
+    std::vector<const Tensor*> in, host;
+    std::vector<Tensor*> out;
+  };
+  std::vector<Bound> bound;  // per step
+  void* pinned = nullptr;    // staging for inputs, then outputs
+  std::vector<int64_t> pinned_in, pinned_out;  // offsets per graph input / output
+  int runs = 0;
+  cudaGraphExec_t exec = nullptr;
+  std::string graph_error;  // why no graph was captured, when capture was attempted and failed
+
+  ~Instance() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (pinned) cudaFreeHost(pinned);
+  }
+};
+
+CudaContext::CudaContext(const CudaExecutor& ex) : ex_(ex) {}
+
+CudaContext::~CudaContext() {
+  instances_.clear();
+  for (cudaEvent_t& e : events_)
+    if (e) cudaEventDestroy(e);
+  if (handles_.cudnn) cudnnDestroy(handles_.cudnn);
+  if (handles_.lt) cublasLtDestroy(handles_.lt);
+  if (handles_.stream) cudaStreamDestroy(handles_.stream);
+}
+
+Expected<std::unique_ptr<CudaContext>> CudaContext::create(const CudaExecutor& ex) {
+  std::unique_ptr<CudaContext> c(new CudaContext(ex));
+  INGOT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&c->handles_.stream, cudaStreamNonBlocking));
+  INGOT_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&c->handles_.lt));
+  INGOT_CUDNN_RETURN_IF_ERROR(cudnnCreate(&c->handles_.cudnn));
+  INGOT_CUDNN_RETURN_IF_ERROR(cudnnSetStream(c->handles_.cudnn, c->handles_.stream));
+  c->handles_.sm_count = ex.sm_count();
+  c->handles_.allow_tf32 = ex.options().allow_tf32;
+  for (cudaEvent_t& e : c->events_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
+  if (const MemoryPlan* p = ex.memory_plan()) INGOT_RETURN_IF_ERROR(c->reserve(p->arena_bytes, kGemmWorkspaceBytes));
+  return c;
+}
+
+// Grows the arena or workspace; captured graphs and bound pointers of every instance are then
+// stale, so instances are dropped and rebuilt on their next run.
+Status CudaContext::reserve(int64_t arena, size_t workspace) {
+  bool grow = false;
+  if (arena > int64_t(arena_.bytes())) {
+    arena_ = DeviceBuffer();
+    auto b = DeviceBuffer::allocate(size_t(arena));
+    if (!b) return b.status().with_context("activation arena: ");
+    arena_ = std::move(*b);
+    grow = true;
+  }
+  if (workspace > workspace_.bytes()) {
+    workspace_ = DeviceBuffer();
+    auto b = DeviceBuffer::allocate(workspace);
+    if (!b) return b.status().with_context("workspace: ");
+    workspace_ = std::move(*b);
+    grow = true;
+  }
+  if (grow) {
+    INGOT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(handles_.stream));
+    instances_.clear();
+  }
+  return Status::ok();
+}
+
+Expected<CudaContext::Instance*> CudaContext::instance(const std::shared_ptr<const ShapePlan>& plan) {
+  auto it = instances_.find(plan->key);
+  if (it != instances_.end() && it->second->plan == plan) return it->second.get();
+  INGOT_RETURN_IF_ERROR(reserve(plan->memory.arena_bytes, plan->workspace_bytes));
+  auto inst = std::make_unique<Instance>();
+  inst->plan = plan;
+  const Graph& g = ex_.graph();
+  const auto& H = plan->homes;
+  const auto& M = plan->metas;
+  std::vector<void*> ptr(H.size(), nullptr);
+  for (size_t v = 0; v < H.size(); ++v) {
+    switch (H[v].kind) {
+      case ValueHome::Kind::kWeight: ptr[v] = ex_.weights() + H[v].offset; break;
+      case ValueHome::Kind::kConstant: ptr[v] = at(plan->constants.get(), H[v].offset); break;
+      case ValueHome::Kind::kArena: ptr[v] = at(arena_.get(), H[v].offset); break;
+      case ValueHome::Kind::kOwn: {
+        auto b = DeviceBuffer::allocate(size_t(std::max<int64_t>(H[v].bytes, 1)));
+        if (!b) return b.status().with_context("'" + g.value(ValueId(v)).name + "': ");
+        ptr[v] = b->get();
+        inst->own.push_back(std::move(*b));
+        break;
+      }
+      default: break;
+    }
+  }
+  for (size_t v = 0; v < H.size(); ++v)
+    if (H[v].kind == ValueHome::Kind::kView) ptr[v] = ptr[size_t(H[v].root)];
+  inst->dev.resize(H.size());
+  for (size_t v = 0; v < H.size(); ++v)
+    if (ptr[v] && M[v].known) inst->dev[v] = Tensor::wrap(M[v].dtype, M[v].shape, ptr[v], nullptr);
+
+  for (const ShapePlan::Step& s : plan->steps) {
+    const Node& n = g.nodes[size_t(s.node)];
+    Instance::Bound b;
+    for (ValueId v : n.inputs) {
+      const Tensor* host = nullptr;
+      if (v != kNoValue) {
+        auto w = g.initializers.find(v);
+        host = w != g.initializers.end() ? &w->second : M[size_t(v)].value.get();
+      }
+      b.in.push_back(v != kNoValue && inst->dev[size_t(v)].defined() ? &inst->dev[size_t(v)] : nullptr);
+      b.host.push_back(host);
+    }
+    for (ValueId v : n.outputs) b.out.push_back(v != kNoValue ? &inst->dev[size_t(v)] : nullptr);
+    inst->bound.push_back(std::move(b));
+  }
+
+  int64_t pinned = 0;
+  for (ValueId v : g.inputs) {
+    inst->pinned_in.push_back(pinned);
+    pinned += (H[size_t(v)].bytes + 255) / 256 * 256;
+  }
+  for (ValueId v : g.outputs) {
+    inst->pinned_out.push_back(pinned);
+    if (M[size_t(v)].known) pinned += (shape_numel(M[size_t(v)].shape) * int64_t(dtype_size(M[size_t(v)].dtype)) + 255) / 256 * 256;
+  }
+  INGOT_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&inst->pinned, size_t(std::max<int64_t>(pinned, 1)), cudaHostAllocDefault));
+  Instance* raw = inst.get();
+  instances_[plan->key] = std::move(inst);
+  return raw;
+}
+
+// Enqueues every step. CPU steps synchronise, copy their device inputs down, run the CPU
+// kernel and copy the outputs up (capture never sees them: such plans are not captured).
+Status CudaContext::enqueue(Instance& inst) {
+  const Graph& g = ex_.graph();
+  const ShapePlan& plan = *inst.plan;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const ShapePlan::Step& s = plan.steps[i];
+    const Node& n = g.nodes[size_t(s.node)];
+    Instance::Bound& b = inst.bound[i];
+    if (s.view) continue;
+    if (s.on_device) {
+      CudaComputeContext ctx(n, b.in, b.host, b.out, handles_, workspace_.get(), workspace_.bytes());
+      INGOT_RETURN_IF_ERROR(ex_.kernels(s.node).cuda->compute(ctx).with_context(describe_node(n, s.node) + ": "));
+      continue;
+    }
+    INGOT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(handles_.stream));
+    std::vector<Tensor> host_in(n.inputs.size());
+    std::vector<const Tensor*> ins;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      ValueId v = n.inputs[k];
+      if (v == kNoValue) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      if (b.host[k]) {
+        ins.push_back(b.host[k]);
+        continue;
+      }
+      const Tensor& d = inst.dev[size_t(v)];
+      if (!d.defined()) return internal_error(describe_node(n, s.node) + ": input '" + g.value(v).name + "' has no device buffer");
+      host_in[k] = Tensor(d.dtype(), d.shape());
+      INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpy(host_in[k].raw(), d.raw(), d.nbytes(), cudaMemcpyDeviceToHost));
+      ins.push_back(&host_in[k]);
+    }
+    std::vector<OutputMeta> metas;
+    for (ValueId v : n.outputs) {
+      if (v == kNoValue) metas.push_back({});
+      else metas.push_back(OutputMeta{plan.metas[size_t(v)].dtype, plan.metas[size_t(v)].shape, false, true});
+    }
+    ComputeContext cc(n, ins, metas, nullptr);
+    auto cpu = ex_.kernels(s.node).cpu.get();
+    if (!cpu) return internal_error(describe_node(n, s.node) + ": no CPU kernel for a CPU step");
+    INGOT_RETURN_IF_ERROR(cpu->compute(cc).with_context(describe_node(n, s.node) + ": "));
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      ValueId v = n.outputs[o];
+      if (v == kNoValue) continue;
+      Tensor& out = cc.output(int(o));
+      const Tensor& d = inst.dev[size_t(v)];
+      if (out.shape() != d.shape() || out.dtype() != d.dtype()) {
+        return internal_error(describe_node(n, s.node) + ": CPU output " + std::to_string(o) + " is " +
+                              shape_str(out.shape()) + ", planned " + shape_str(d.shape()));
+      }
+      INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpy(const_cast<void*>(d.raw()), out.raw(), out.nbytes(), cudaMemcpyHostToDevice));
+    }
+  }
+  return Status::ok();
+}
+
+// Captures the instance's kernels into a CUDA graph after its first (eager) run, so library
+// initialisation that is not capturable (module loads, heuristics) happened outside it.
+void CudaContext::capture(Instance& inst) {
+  cudaGraph_t graph = nullptr;
+  cudaError_t e = cudaStreamBeginCapture(handles_.stream, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) {
+    inst.graph_error = std::string("begin capture: ") + cudaGetErrorString(e);
+    cudaGetLastError();
+    return;
+  }
+  Status st = enqueue(inst);
+  e = cudaStreamEndCapture(handles_.stream, &graph);
+  if (!st.is_ok() || e != cudaSuccess || !graph) {
+    inst.graph_error = !st.is_ok() ? st.message() : std::string("end capture: ") + cudaGetErrorString(e);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return;
+  }
+  e = cudaGraphInstantiate(&inst.exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (e != cudaSuccess) {
+    inst.exec = nullptr;
+    inst.graph_error = std::string("instantiate: ") + cudaGetErrorString(e);
+    cudaGetLastError();
+  }
+}
+
+Expected<std::vector<Tensor>> CudaContext::run(const std::vector<Tensor>& inputs) {
+  const Graph& g = ex_.graph();
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  for (const Tensor& t : inputs) {
+    dtypes.push_back(t.dtype());
+    shapes.push_back(t.shape());
+  }
+  auto plan = ex_.plan_for(dtypes, shapes);
+  if (!plan) return plan.status();
+  auto ip = instance(*plan);
+  if (!ip) return ip.status();
+  Instance& inst = **ip;
+  const ShapePlan& p = **plan;
+  cudaStream_t st = handles_.stream;
+
+  INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[0], st));
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    std::byte* stage = at(inst.pinned, inst.pinned_in[i]);
+    std::memcpy(stage, t.raw(), t.nbytes());
+    void* dst = const_cast<void*>(inst.dev[size_t(g.inputs[i])].raw());
+    if (t.nbytes()) INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, stage, t.nbytes(), cudaMemcpyHostToDevice, st));
+  }
+  INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[1], st));
+  if (inst.exec) {
+    INGOT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(inst.exec, st));
+  } else {
+    INGOT_RETURN_IF_ERROR(enqueue(inst));
+  }
+  INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[2], st));
+  std::vector<Tensor> outs(g.outputs.size());
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    ValueId v = g.outputs[i];
+    const ValueMeta& m = p.metas[size_t(v)];
+    auto w = g.initializers.find(v);
+    if (w != g.initializers.end()) {
+      outs[i] = w->second.clone();
+    } else if (p.homes[size_t(v)].kind == ValueHome::Kind::kHost && m.value) {
+      outs[i] = m.value->clone();
+    } else {
+      const Tensor& d = inst.dev[size_t(v)];
+      if (!d.defined()) return internal_error("output '" + g.value(v).name + "' has no device buffer");
+      if (d.nbytes())
+        INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(at(inst.pinned, inst.pinned_out[i]), d.raw(), d.nbytes(),
+                                                   cudaMemcpyDeviceToHost, st));
+    }
+  }
+  INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[3], st));
+  INGOT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    if (outs[i].defined()) continue;
+    const Tensor& d = inst.dev[size_t(g.outputs[i])];
+    outs[i] = Tensor(d.dtype(), d.shape());
+    std::memcpy(outs[i].raw(), at(inst.pinned, inst.pinned_out[i]), d.nbytes());
+  }
+  float ms = 0;
+  cudaEventElapsedTime(&ms, events_[0], events_[1]);
+  times_.h2d_ms = ms;
+  cudaEventElapsedTime(&ms, events_[1], events_[2]);
+  times_.compute_ms = ms;
+  cudaEventElapsedTime(&ms, events_[2], events_[3]);
+  times_.d2h_ms = ms;
+
+  if (++inst.runs == 1 && p.device_only && ex_.options().cuda_graph && !inst.exec && inst.graph_error.empty())
+    capture(inst);
+  return outs;
+}
+
+DeviceMemoryReport CudaContext::memory() const {
+  DeviceMemoryReport r;
+  r.arena = int64_t(arena_.bytes());
+  r.workspace = int64_t(workspace_.bytes());
+  for (const auto& [k, inst] : instances_)
+    for (const DeviceBuffer& b : inst->own) r.io += int64_t(b.bytes());
+  return r;
+}
+
+}  // namespace ingot::cuda

@@ -1,0 +1,38 @@
+// The CUDA DeviceContext (see cuda_context.cc).
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backends/cuda/cuda_executor.h"
+
+namespace ingot::cuda {
+
+class CudaContext final : public DeviceContext {
+ public:
+  static Expected<std::unique_ptr<CudaContext>> create(const CudaExecutor& ex);
+  ~CudaContext() override;
+
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) override;
+  DeviceRunTimes last_run_times() const override { return times_; }
+  DeviceMemoryReport memory() const override;
+
+ private:
+  struct Instance;
+  explicit CudaContext(const CudaExecutor& ex);
+  Status reserve(int64_t arena, size_t workspace);
+  Expected<Instance*> instance(const std::shared_ptr<const ShapePlan>& plan);
+  Status enqueue(Instance& inst);
+  void capture(Instance& inst);
+
+  const CudaExecutor& ex_;
+  CudaHandles handles_;
+  DeviceBuffer arena_, workspace_;
+  std::map<std::string, std::unique_ptr<Instance>> instances_;
+  std::array<cudaEvent_t, 4> events_{};
+  DeviceRunTimes times_;
+};
+
+}  // namespace ingot::cuda

@@ -1,0 +1,317 @@
+// MatMul, Gemm and ingot.FusedMatMul on cuBLASLt (lt_gemm): float32, float16 and bfloat16,
+// float32 accumulation. Integer and float64 products are refused (they run on the CPU).
+//
+// MatMul's numpy batch broadcasting becomes as few cuBLASLt calls as possible: trailing batch
+// dims over which B is broadcast fold into M (so A [B, S, K] x W [K, N] is one [B·S, K] GEMM),
+// the longest remaining suffix of batch dims with one stride per operand becomes one strided
+// batch, and only dims before that suffix are looped over on the host.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/gemm_impl.h"
+#include "backends/cuda/lt_gemm.h"
+#include "ir/shape_util.h"
+
+namespace ingot::cuda {
+namespace {
+
+constexpr int64_t kMaxLtDim = INT32_MAX;  // cuBLASLt's rows, columns and batch counts are int32
+
+bool is_gemm_dtype(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+// "" when every present input has A's dtype and it is one lt_gemm supports.
+std::string dtype_reason(const std::vector<InputMeta>& inputs) {
+  if (inputs.empty()) return "no inputs";
+  DType t = inputs[0].dtype;
+  if (!is_gemm_dtype(t)) return "dtype " + dtype_name(t) + " (cuBLASLt path supports float32, float16, bfloat16)";
+  for (size_t i = 1; i < inputs.size(); ++i)
+    if (inputs[i].present && inputs[i].dtype != t)
+      return "input " + std::to_string(i) + " has dtype " + dtype_name(inputs[i].dtype) + ", A has " + dtype_name(t);
+  return {};
+}
+
+std::string size_reason(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  if (m > kMaxLtDim || n > kMaxLtDim || k > kMaxLtDim || batch > kMaxLtDim)
+    return "matrix size m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+           " batch=" + std::to_string(batch) + " exceeds cuBLASLt's int32 limits";
+  return {};
+}
+
+// How one MatMul runs: `outer` host-loop iterations, each one strided-batched GEMM.
+struct MatMulPlan {
+  int64_t m = 0, n = 0, k = 0;  // m includes the batch dims folded into it
+  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+  // Batch dims looped over on the host (outermost first), with each operand's element stride.
+  std::vector<int64_t> outer_sizes, outer_a, outer_b, outer_c;
+  int64_t outer_count() const {
+    int64_t c = 1;
+    for (int64_t s : outer_sizes) c *= s;
+    return c;
+  }
+};
+
+// Shapes as given to MatMul (numpy semantics; infer() has checked they broadcast).
+MatMulPlan plan_matmul(const Shape& a, const Shape& b) {
+  Shape a2 = a, b2 = b;
+  if (a2.size() == 1) a2.insert(a2.begin(), 1);
+  if (b2.size() == 1) b2.push_back(1);
+  MatMulPlan p;
+  p.m = a2[a2.size() - 2], p.k = a2.back(), p.n = b2.back();
+  Shape ab(a2.begin(), a2.end() - 2), bb(b2.begin(), b2.end() - 2);
+  const size_t r = std::max(ab.size(), bb.size());
+  ab.insert(ab.begin(), r - ab.size(), 1);
+  bb.insert(bb.begin(), r - bb.size(), 1);
+
+  // Batch dims of the output that are not 1, with each operand's element stride (0 where
+  // that operand is broadcast) and whether the operand is broadcast there.
+  struct BatchDim {
+    int64_t size, a_stride, b_stride, c_stride;
+    bool a_full, b_full;
+  };
+  std::vector<BatchDim> dims;
+  int64_t a_acc = p.m * p.k, b_acc = p.k * p.n, c_acc = p.m * p.n;
+  for (size_t i = r; i-- > 0;) {
+    const int64_t c = std::max(ab[i], bb[i]);
+    if (c != 1) {
+      dims.insert(dims.begin(), BatchDim{c, ab[i] == 1 ? 0 : a_acc, bb[i] == 1 ? 0 : b_acc, c_acc, ab[i] == c,
+                                         bb[i] == c});
+    }
+    a_acc *= ab[i], b_acc *= bb[i], c_acc *= c;
+  }
+  // Trailing dims where A is full and B broadcast: A's and C's rows there are contiguous
+  // and multiply the same B, so they are more rows of one product.
+  while (!dims.empty() && dims.back().a_full && !dims.back().b_full) {
+    p.m *= dims.back().size;
+    dims.pop_back();
+  }
+  // The longest suffix where each operand is either full throughout (one stride: the last
+  // dim's) or broadcast throughout (stride 0) is one strided batch.
+  size_t s = dims.size();
+  if (s > 0) {
+    const bool a_full = dims.back().a_full, b_full = dims.back().b_full;
+    p.stride_a = dims.back().a_stride, p.stride_b = dims.back().b_stride, p.stride_c = dims.back().c_stride;
+    while (s > 0 && dims[s - 1].a_full == a_full && dims[s - 1].b_full == b_full) p.batch *= dims[--s].size;
+  }
+  for (size_t i = 0; i < s; ++i) {
+    p.outer_sizes.push_back(dims[i].size);
+    p.outer_a.push_back(dims[i].a_stride);
+    p.outer_b.push_back(dims[i].b_stride);
+    p.outer_c.push_back(dims[i].c_stride);
+  }
+  return p;
+}
+
+class MatMulKernel : public CudaKernel {
+ public:
+  std::string supports(const std::vector<InputMeta>& inputs, const std::vector<OutputMeta>&) const override {
+    if (inputs.size() != 2 || !inputs[0].present || !inputs[1].present) return "needs inputs A and B";
+    if (std::string r = dtype_reason(inputs); !r.empty()) return r;
+    if (inputs[0].shape.empty() || inputs[1].shape.empty()) return "scalar operand";
+    MatMulPlan p = plan_matmul(inputs[0].shape, inputs[1].shape);
+    return size_reason(p.m, p.n, p.k, p.batch);
+  }
+
+  size_t workspace_bytes(const std::vector<InputMeta>&, const std::vector<OutputMeta>&) const override {
+    return kGemmWorkspaceBytes;
+  }
+
+  Status compute(CudaComputeContext& ctx) const override {
+    const Tensor& A = ctx.input(0);
+    const Tensor& B = ctx.input(1);
+    Tensor& Y = ctx.output(0);
+    if (Y.numel() == 0) return Status::ok();
+    MatMulPlan p = plan_matmul(A.shape(), B.shape());
+    if (p.k == 0)  // empty sum: all zeros (the all-zero bit pattern in every float type)
+      return cuda_status(cudaMemsetAsync(Y.raw(), 0, size_t(Y.numel()) * dtype_size(Y.dtype()), ctx.stream()),
+                         "MatMul: cudaMemsetAsync");
+    GemmDesc d;
+    d.m = p.m, d.n = p.n, d.k = p.k;
+    d.batch = p.batch, d.stride_a = p.stride_a, d.stride_b = p.stride_b, d.stride_c = p.stride_c;
+    d.dtype = Y.dtype();
+    const size_t elem = dtype_size(d.dtype);
+    const char* a = static_cast<const char*>(A.raw());
+    const char* b = static_cast<const char*>(B.raw());
+    char* c = static_cast<char*>(Y.raw());
+    const int64_t count = p.outer_count();
+    std::vector<int64_t> idx(p.outer_sizes.size(), 0);
+    for (int64_t it = 0; it < count; ++it) {
+      int64_t oa = 0, ob = 0, oc = 0;
+      for (size_t i = 0; i < idx.size(); ++i) {
+        oa += idx[i] * p.outer_a[i];
+        ob += idx[i] * p.outer_b[i];
+        oc += idx[i] * p.outer_c[i];
+      }
+      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a + oa * int64_t(elem), b + ob * int64_t(elem),
+                                    c + oc * int64_t(elem), ctx.workspace(), ctx.workspace_bytes()));
+      for (size_t i = idx.size(); i-- > 0;) {  // next outer index, last dim fastest
+        if (++idx[i] < p.outer_sizes[i]) break;
+        idx[i] = 0;
+      }
+    }
+    return Status::ok();
+  }
+};
+
+class GemmKernel : public CudaKernel {
+ public:
+  Status init(const Node& node, int) override {
+    alpha_ = node.attrs.get_float("alpha", 1.f);
+    beta_ = node.attrs.get_float("beta", 1.f);
+    trans_a_ = node.attrs.get_int("transA", 0) != 0;
+    trans_b_ = node.attrs.get_int("transB", 0) != 0;
+    return Status::ok();
+  }
+
+  std::string supports(const std::vector<InputMeta>& inputs, const std::vector<OutputMeta>& outputs) const override {
+    if (inputs.size() < 2 || !inputs[0].present || !inputs[1].present) return "needs inputs A and B";
+    if (std::string r = dtype_reason(inputs); !r.empty()) return r;
+    if (inputs[0].shape.size() != 2 || inputs[1].shape.size() != 2 || outputs.empty() || outputs[0].shape.size() != 2)
+      return "A, B and Y must be 2-D";
+    if (inputs.size() > 2 && inputs[2].present && inputs[2].shape.size() > 2) return "C has rank > 2";
+    const Shape& a = inputs[0].shape;
+    return size_reason(outputs[0].shape[0], outputs[0].shape[1], trans_a_ ? a[0] : a[1], 1);
+  }
+
+  size_t workspace_bytes(const std::vector<InputMeta>&, const std::vector<OutputMeta>&) const override {
+    return kGemmWorkspaceBytes;
+  }
+
+  Status compute(CudaComputeContext& ctx) const override {
+    const Tensor& A = ctx.input(0);
+    const Tensor& B = ctx.input(1);
+    Tensor& Y = ctx.output(0);
+    const int64_t M = Y.dim(0), N = Y.dim(1), K = trans_a_ ? A.dim(0) : A.dim(1);
+    if (Y.numel() == 0) return Status::ok();
+    const DType dt = Y.dtype();
+    const bool has_c = ctx.has_input(2) && beta_ != 0.f && ctx.input(2).numel() > 0;
+    // C of shape [N] or [1, N] with beta 1 is a bias over columns: cuBLASLt adds it in its
+    // epilogue. Any other C is broadcast into Y first and the product adds beta·Y.
+    bool c_is_bias = false;
+    if (has_c) {
+      const Shape& cs = ctx.input(2).shape();
+      const bool row_shaped = (cs.size() == 1 && cs[0] == N) || (cs.size() == 2 && cs[0] == 1 && cs[1] == N);
+      c_is_bias = beta_ == 1.f && K > 0 && row_shaped;
+      if (!c_is_bias) {
+        std::vector<int64_t> st = broadcast_strides(cs, Shape{M, N});
+        INGOT_RETURN_IF_ERROR(cuda_status(
+            launch_broadcast_matrix(ctx.input(2).raw(), st[0], st[1], K == 0 ? beta_ : 1.f, Y.raw(), M, N, dt,
+                                    ctx.stream()),
+            "Gemm: broadcast C"));
+      }
+    }
+    if (K == 0) {  // empty product: Y = beta·C (written above) or zeros
+      if (has_c) return Status::ok();
+      return cuda_status(cudaMemsetAsync(Y.raw(), 0, size_t(Y.numel()) * dtype_size(dt), ctx.stream()),
+                         "Gemm: cudaMemsetAsync");
+    }
+    GemmDesc d;
+    d.m = M, d.n = N, d.k = K;
+    d.trans_a = trans_a_, d.trans_b = trans_b_;
+    d.dtype = dt;
+    d.alpha = alpha_;
+    d.beta = has_c && !c_is_bias ? beta_ : 0.f;
+    d.bias = c_is_bias ? ctx.input(2).raw() : nullptr;
+    return lt_gemm(ctx.handles(), d, A.raw(), B.raw(), Y.raw(), ctx.workspace(), ctx.workspace_bytes());
+  }
+
+ private:
+  float alpha_ = 1.f, beta_ = 1.f;
+  bool trans_a_ = false, trans_b_ = false;
+};
+
+// ingot.FusedMatMul: Y = act(A x W + bias), A [..., K] (batch dims folded into M), W [K, N],
+// bias [N] optional. The `precision` attribute is the CPU's choice of matrix unit; on CUDA
+// the tensors' dtypes decide.
+//
+// cuBLASLt's GELU epilogue is the tanh approximation. "Gelu" is exact (erf) and must stay so
+// (BERT's logits are compared with the float32 reference at 1e-4): its product uses the BIAS
+// epilogue and an exact-erf kernel then runs in place on Y. "GeluTanh" uses the epilogue for
+// 16-bit outputs, where its error is far below the output's rounding; float32 outputs get the
+// same in-place pass with a full-precision tanh, as cuBLASLt does not document the epilogue's
+// accuracy.
+class FusedMatMulKernel : public CudaKernel {
+ public:
+  enum class Act { kNone, kRelu, kGelu, kGeluTanh };
+
+  Status init(const Node& node, int) override {
+    std::string a = node.attrs.get_string("activation", "");
+    if (a.empty()) act_ = Act::kNone;
+    else if (a == "Relu") act_ = Act::kRelu;
+    else if (a == "Gelu") act_ = Act::kGelu;
+    else if (a == "GeluTanh") act_ = Act::kGeluTanh;
+    else return invalid_model("attribute 'activation' = '" + a + "' must be \"\", \"Relu\", \"Gelu\" or \"GeluTanh\"");
+    return Status::ok();
+  }
+
+  std::string supports(const std::vector<InputMeta>& inputs, const std::vector<OutputMeta>&) const override {
+    if (inputs.size() < 2 || !inputs[0].present || !inputs[1].present) return "needs inputs A and W";
+    if (std::string r = dtype_reason(inputs); !r.empty()) return r;
+    const Shape& a = inputs[0].shape;
+    const Shape& w = inputs[1].shape;
+    if (a.empty() || w.size() != 2) return "A must have rank >= 1 and W rank 2";
+    const int64_t m = w[0] > 0 ? shape_numel(a) / w[0] : 0;
+    return size_reason(m, w[1], w[0], 1);
+  }
+
+  size_t workspace_bytes(const std::vector<InputMeta>&, const std::vector<OutputMeta>&) const override {
+    return kGemmWorkspaceBytes;
+  }
+
+  Status compute(CudaComputeContext& ctx) const override {
+    const Tensor& A = ctx.input(0);
+    const Tensor& W = ctx.input(1);
+    Tensor& Y = ctx.output(0);
+    if (Y.numel() == 0) return Status::ok();
+    const DType dt = Y.dtype();
+    const int64_t K = W.dim(0), N = W.dim(1), M = Y.numel() / N;
+    const void* bias = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
+    if (K == 0) return empty_product(ctx, Y, M, N, bias);
+
+    GemmDesc d;
+    d.m = M, d.n = N, d.k = K;
+    d.dtype = dt;
+    d.bias = bias;
+    bool gelu_after = false;
+    PointwiseActivation after = PointwiseActivation::kGeluErf;
+    switch (act_) {
+      case Act::kNone: break;
+      case Act::kRelu: d.activation = GemmActivation::kRelu; break;
+      case Act::kGelu: gelu_after = true; break;
+      case Act::kGeluTanh:
+        if (dt == DType::kFloat32) gelu_after = true, after = PointwiseActivation::kGeluTanh;
+        else d.activation = GemmActivation::kGeluTanh;
+        break;
+    }
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, A.raw(), W.raw(), Y.raw(), ctx.workspace(), ctx.workspace_bytes()));
+    if (!gelu_after) return Status::ok();
+    return cuda_status(launch_activation_inplace(Y.raw(), Y.numel(), after, dt, ctx.stream()), "FusedMatMul: GELU");
+  }
+
+ private:
+  // K = 0: Y = act(bias) in every row, or act(0) = 0 for every activation here.
+  Status empty_product(CudaComputeContext& ctx, Tensor& Y, int64_t M, int64_t N, const void* bias) const {
+    const DType dt = Y.dtype();
+    if (!bias)
+      return cuda_status(cudaMemsetAsync(Y.raw(), 0, size_t(Y.numel()) * dtype_size(dt), ctx.stream()),
+                         "FusedMatMul: cudaMemsetAsync");
+    INGOT_RETURN_IF_ERROR(cuda_status(launch_broadcast_matrix(bias, 0, 1, 1.f, Y.raw(), M, N, dt, ctx.stream()),
+                                      "FusedMatMul: broadcast bias"));
+    if (act_ == Act::kNone) return Status::ok();
+    PointwiseActivation a = act_ == Act::kRelu   ? PointwiseActivation::kRelu
+                            : act_ == Act::kGelu ? PointwiseActivation::kGeluErf
+                                                 : PointwiseActivation::kGeluTanh;
+    return cuda_status(launch_activation_inplace(Y.raw(), Y.numel(), a, dt, ctx.stream()), "FusedMatMul: activation");
+  }
+
+  Act act_ = Act::kNone;
+};
+
+}  // namespace
+
+INGOT_REGISTER_CUDA_KERNEL("", MatMul, MatMulKernel);
+INGOT_REGISTER_CUDA_KERNEL("", Gemm, GemmKernel);
+INGOT_REGISTER_CUDA_KERNEL("ingot", FusedMatMul, FusedMatMulKernel);
+
+}  // namespace ingot::cuda

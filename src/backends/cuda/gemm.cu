@@ -1,0 +1,98 @@
+// Device code around the cuBLASLt products (see gemm_impl.h): Gemm's broadcast C and the
+// in-place activations cuBLASLt's epilogues cannot compute to float32 accuracy. Both are
+// memory-bound; the activation moves 16 bytes per access.
+#include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/gemm_impl.h"
+
+namespace ingot::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <class T>
+__global__ void broadcast_matrix_kernel(const T* __restrict__ c, int64_t row_stride, int64_t col_stride, float scale,
+                                        T* __restrict__ y, int64_t rows, int64_t cols) {
+  const int64_t total = rows * cols;
+  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += int64_t(gridDim.x) * blockDim.x) {
+    int64_t i = idx / cols, j = idx - i * cols;
+    y[idx] = from_float<T>(scale * to_float(c[i * row_stride + j * col_stride]));
+  }
+}
+
+// Exact GELU (erf): ONNX Gelu and BERT's activation. Tanh form: the "GeluTanh" approximation,
+// with full-precision tanhf (cuBLASLt's GELU epilogue may use a faster, less exact tanh).
+template <PointwiseActivation A>
+__device__ __forceinline__ float activate(float x) {
+  if constexpr (A == PointwiseActivation::kRelu) {
+    return x > 0.f ? x : 0.f;
+  } else if constexpr (A == PointwiseActivation::kGeluErf) {
+    return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+  } else {
+    return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  }
+}
+
+// 16 bytes of T: one vector load and store (8 halves or 4 floats).
+template <class T>
+struct alignas(16) Vec16 {
+  static constexpr int kSize = int(16 / sizeof(T));
+  T v[kSize];
+};
+
+// The first nvec·Vec16::kSize elements go 16 bytes at a time (y is 16-byte aligned when
+// nvec > 0); the `tail` elements after them one at a time.
+template <class T, PointwiseActivation A>
+__global__ void activation_inplace_kernel(T* __restrict__ y, int64_t nvec, int64_t tail) {
+  using V = Vec16<T>;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  V* yv = reinterpret_cast<V*>(y);
+  for (int64_t i = first; i < nvec; i += stride) {
+    V v = yv[i];
+#pragma unroll
+    for (int k = 0; k < V::kSize; ++k) v.v[k] = from_float<T>(activate<A>(to_float(v.v[k])));
+    yv[i] = v;
+  }
+  T* rest = y + nvec * V::kSize;
+  for (int64_t i = first; i < tail; i += stride) rest[i] = from_float<T>(activate<A>(to_float(rest[i])));
+}
+
+template <class T, PointwiseActivation A>
+void launch_activation(T* y, int64_t n, cudaStream_t stream) {
+  constexpr int kVec = Vec16<T>::kSize;
+  const bool aligned = reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  const int64_t nvec = aligned ? n / kVec : 0;
+  const int64_t tail = n - nvec * kVec;
+  activation_inplace_kernel<T, A>
+      <<<blocks_for(nvec > tail ? nvec : tail, kThreads), kThreads, 0, stream>>>(y, nvec, tail);
+}
+
+}  // namespace
+
+cudaError_t launch_broadcast_matrix(const void* c, int64_t row_stride, int64_t col_stride, float scale, void* y,
+                                    int64_t rows, int64_t cols, DType dtype, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  bool ok = dispatch_device_float(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    broadcast_matrix_kernel<T><<<blocks_for(rows * cols, kThreads), kThreads, 0, stream>>>(
+        static_cast<const T*>(c), row_stride, col_stride, scale, static_cast<T*>(y), rows, cols);
+  });
+  return ok ? cudaGetLastError() : cudaErrorInvalidValue;
+}
+
+cudaError_t launch_activation_inplace(void* y, int64_t n, PointwiseActivation act, DType dtype, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  bool ok = dispatch_device_float(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = static_cast<T*>(y);
+    switch (act) {
+      case PointwiseActivation::kRelu: launch_activation<T, PointwiseActivation::kRelu>(p, n, stream); break;
+      case PointwiseActivation::kGeluErf: launch_activation<T, PointwiseActivation::kGeluErf>(p, n, stream); break;
+      case PointwiseActivation::kGeluTanh: launch_activation<T, PointwiseActivation::kGeluTanh>(p, n, stream); break;
+    }
+  });
+  return ok ? cudaGetLastError() : cudaErrorInvalidValue;
+}
+
+}  // namespace ingot::cuda

@@ -1,0 +1,26 @@
+// Launchers of the small kernels around the cuBLASLt products of MatMul, Gemm and
+// ingot.FusedMatMul (device code in gemm.cu). Float32, float16 or bfloat16 storage; all
+// arithmetic in float. They return the launch's error.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "ingot/dtype.h"
+
+namespace ingot::cuda {
+
+// y[i, j] = scale · c[i·row_stride + j·col_stride] for i < rows, j < cols (y dense [rows, cols]);
+// a stride of 0 broadcasts C along that axis. Gemm's C input before the product adds beta·Y.
+cudaError_t launch_broadcast_matrix(const void* c, int64_t row_stride, int64_t col_stride, float scale, void* y,
+                                    int64_t rows, int64_t cols, DType dtype, cudaStream_t stream);
+
+// Activations applied in place: after a product whose epilogue cannot compute them exactly
+// (GELU), or on a broadcast bias when the product is empty (K = 0).
+enum class PointwiseActivation { kRelu, kGeluErf, kGeluTanh };
+
+// y[i] = act(y[i]) for i < n.
+cudaError_t launch_activation_inplace(void* y, int64_t n, PointwiseActivation act, DType dtype, cudaStream_t stream);
+
+}  // namespace ingot::cuda

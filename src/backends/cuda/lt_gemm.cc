@@ -1,0 +1,284 @@
+// lt_gemm(): row-major products on cuBLASLt (see lt_gemm.h).
+//
+// Row-major through the transposition identity: a row-major [r, c] matrix with leading
+// dimension ld is, byte for byte, the column-major [c, r] matrix (its transpose) with the same
+// ld. So row-major C = op(A)·op(B) is computed as the column-major product
+// Cᵀ = op(B)ᵀ·op(A)ᵀ, with B's buffer as cuBLASLt's "A" and A's buffer as its "B". Every
+// layout stays CUBLASLT_ORDER_COL, the order all of cuBLASLt's kernels and epilogues support
+// (ORDER_ROW layouts exclude many algorithms), and the row-major bias over C's columns is the
+// column-major bias over Cᵀ's rows, which is what CUBLASLT_EPILOGUE_BIAS broadcasts.
+//
+// Descriptors, layouts and the heuristic's algorithm are made once per key (shape, strides,
+// dtype, epilogue, pointer alignments, workspace cap, device) and kept in a process-wide map:
+// lt_gemm is called on hot eager paths and inside CUDA-graph capture, where a heuristic
+// query per call would cost more than a small GEMM itself.
+#include "backends/cuda/lt_gemm.h"
+
+#include <bit>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace ingot::cuda {
+namespace {
+
+// Alignment preferences are capped here: cuBLASLt assumes 256 bytes when none is given.
+constexpr uint32_t kMaxAlignment = 256;
+// cuBLASLt's workspace must be 256-byte aligned.
+constexpr uintptr_t kWorkspaceAlignment = 256;
+
+// Largest power of two (≤ kMaxAlignment) dividing the address of every matrix of a batch.
+uint32_t alignment_of(const void* p, int64_t batch, int64_t stride, size_t elem) {
+  uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(p)) | kMaxAlignment;
+  if (batch > 1 && stride != 0) bits |= uint64_t(stride) * elem;
+  return uint32_t(uint64_t(1) << std::countr_zero(bits));
+}
+
+struct PlanKey {
+  int64_t m, n, k, batch, stride_a, stride_b, stride_c, lda, ldb, ldc;
+  uint64_t workspace;
+  int32_t device;
+  uint32_t align_a, align_b, align_c, align_bias;
+  DType dtype;
+  GemmActivation activation;
+  bool trans_a, trans_b, has_bias, tf32;
+  bool operator==(const PlanKey&) const = default;
+};
+
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& key) const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&h](uint64_t v) {
+      h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    };
+    for (int64_t v : {key.m, key.n, key.k, key.batch, key.stride_a, key.stride_b, key.stride_c, key.lda, key.ldb,
+                      key.ldc})
+      mix(uint64_t(v));
+    mix(key.workspace);
+    mix(uint64_t(key.device) << 32 | uint64_t(key.dtype) << 8 | uint64_t(key.activation));
+    mix(uint64_t(key.align_a) | uint64_t(key.align_b) << 16 | uint64_t(key.align_c) << 32 |
+        uint64_t(key.align_bias) << 48);
+    mix(uint64_t(key.trans_a) | uint64_t(key.trans_b) << 1 | uint64_t(key.has_bias) << 2 | uint64_t(key.tf32) << 3);
+    return size_t(h);
+  }
+};
+
+// One cached configuration. Everything but the bias pointer is fixed at creation; the bias
+// pointer is an attribute of `op`, so calls with a bias set it and run under `bias_mutex`
+// (two contexts may run the same shape on different streams at once).
+struct Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (our B), B (our A), C
+  cublasLtMatmulAlgo_t algo{};
+  std::mutex bias_mutex;
+
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+struct PlanCache {
+  std::mutex mutex;
+  std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+};
+
+PlanCache& plan_cache() {
+  static PlanCache* cache = new PlanCache;  // never destroyed: plans may be used until exit
+  return *cache;
+}
+
+std::string shape_text(const GemmDesc& d) {
+  return "m=" + std::to_string(d.m) + " n=" + std::to_string(d.n) + " k=" + std::to_string(d.k) +
+         " batch=" + std::to_string(d.batch) + " dtype=" + dtype_name(d.dtype) + (d.trans_a ? " transA" : "") +
+         (d.trans_b ? " transB" : "");
+}
+
+Status gemm_error(const GemmDesc& d, const std::string& what) {
+  return Status(ErrorCode::kInternal, "cuBLASLt GEMM (" + shape_text(d) + "): " + what);
+}
+
+Status check(cublasStatus_t s, const GemmDesc& d, const char* call) {
+  if (s == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  return gemm_error(d, std::string(call) + " failed: " + cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) +
+                           ")");
+}
+
+bool data_type_of(DType t, cudaDataType_t& out) {
+  switch (t) {
+    case DType::kFloat32: out = CUDA_R_32F; return true;
+    case DType::kFloat16: out = CUDA_R_16F; return true;
+    case DType::kBFloat16: out = CUDA_R_16BF; return true;
+    default: return false;
+  }
+}
+
+cublasLtEpilogue_t epilogue_of(GemmActivation act, bool bias) {
+  switch (act) {
+    case GemmActivation::kNone: return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmActivation::kRelu: return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case GemmActivation::kGeluTanh: return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+template <class T>
+cublasStatus_t set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr, T v) {
+  return cublasLtMatrixLayoutSetAttribute(l, attr, &v, sizeof(v));
+}
+
+// A column-major layout of `rows` x `cols` with leading dimension ld, batched when batch > 1.
+Status make_layout(cublasLtMatrixLayout_t& out, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
+                   int64_t batch, int64_t stride, const GemmDesc& d) {
+  INGOT_RETURN_IF_ERROR(check(cublasLtMatrixLayoutCreate(&out, type, uint64_t(rows), uint64_t(cols), ld), d,
+                              "cublasLtMatrixLayoutCreate"));
+  if (batch > 1) {
+    INGOT_RETURN_IF_ERROR(check(set_layout(out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t(batch)), d,
+                                "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)"));
+    INGOT_RETURN_IF_ERROR(check(set_layout(out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride), d,
+                                "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)"));
+  }
+  return Status::ok();
+}
+
+// Builds the descriptors and asks the heuristic for the best algorithm of `key`.
+Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& key, const void* bias, Plan& plan) {
+  cudaDataType_t type{};
+  data_type_of(d.dtype, type);
+  cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  INGOT_RETURN_IF_ERROR(check(cublasLtMatmulDescCreate(&plan.op, compute, CUDA_R_32F), d, "cublasLtMatmulDescCreate"));
+  // cuBLASLt's A is our B: op(B)ᵀ is [n, k]. B stored [k, n] row-major reads column-major as
+  // [n, k] (no transpose); stored [n, k] (transB) it reads as [k, n] and needs one.
+  cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  INGOT_RETURN_IF_ERROR(check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)),
+                              d, "cublasLtMatmulDescSetAttribute(TRANSA)"));
+  INGOT_RETURN_IF_ERROR(check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)),
+                              d, "cublasLtMatmulDescSetAttribute(TRANSB)"));
+  cublasLtEpilogue_t epilogue = epilogue_of(key.activation, key.has_bias);
+  INGOT_RETURN_IF_ERROR(check(
+      cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), d,
+      "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
+  if (key.has_bias) {
+    // The bias has C's dtype, cuBLASLt's default bias type (the output's), so no
+    // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE. The heuristic reads the pointer's alignment, so
+    // set a real one before asking.
+    INGOT_RETURN_IF_ERROR(check(
+        cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), d,
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+  }
+  INGOT_RETURN_IF_ERROR(make_layout(plan.a, type, key.trans_b ? key.k : key.n, key.trans_b ? key.n : key.k, key.ldb,
+                                    key.batch, key.stride_b, d));
+  INGOT_RETURN_IF_ERROR(make_layout(plan.b, type, key.trans_a ? key.m : key.k, key.trans_a ? key.k : key.m, key.lda,
+                                    key.batch, key.stride_a, d));
+  INGOT_RETURN_IF_ERROR(make_layout(plan.c, type, key.n, key.m, key.ldc, key.batch, key.stride_c, d));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  INGOT_RETURN_IF_ERROR(check(cublasLtMatmulPreferenceCreate(&pref), d, "cublasLtMatmulPreferenceCreate"));
+  struct PrefGuard {
+    cublasLtMatmulPreference_t p;
+    ~PrefGuard() { cublasLtMatmulPreferenceDestroy(p); }
+  } pref_guard{pref};
+  auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, auto v, const char* what) {
+    return check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof(v)), d, what);
+  };
+  INGOT_RETURN_IF_ERROR(set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t(key.workspace),
+                                 "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)"));
+  // cuBLASLt's A/B are our B/A.
+  INGOT_RETURN_IF_ERROR(set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b,
+                                 "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_A_BYTES)"));
+  INGOT_RETURN_IF_ERROR(set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a,
+                                 "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_B_BYTES)"));
+  INGOT_RETURN_IF_ERROR(set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c,
+                                 "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_C_BYTES)"));
+  INGOT_RETURN_IF_ERROR(set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c,
+                                 "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)"));
+
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  INGOT_RETURN_IF_ERROR(check(cublasLtMatmulAlgoGetHeuristic(handles.lt, plan.op, plan.a, plan.b, plan.c, plan.c, pref,
+                                                             1, &result, &found),
+                              d, "cublasLtMatmulAlgoGetHeuristic"));
+  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+    return gemm_error(d, "cuBLASLt has no algorithm for this shape, alignment and epilogue");
+  plan.algo = result.algo;
+  return Status::ok();
+}
+
+}  // namespace
+
+Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, const void* b, void* c,
+               void* workspace, size_t workspace_bytes) {
+  const GemmDesc& d = desc;
+  if (d.m == 0 || d.n == 0 || d.batch == 0) return Status::ok();
+  cudaDataType_t type{};
+  if (!data_type_of(d.dtype, type)) return gemm_error(d, "unsupported dtype (float32, float16 or bfloat16 only)");
+  if (d.m < 0 || d.n < 0 || d.k <= 0 || d.batch < 0 || d.batch > INT32_MAX)
+    return gemm_error(d, "sizes must be positive (k > 0, batch < 2^31)");
+  const int64_t cols_a = d.trans_a ? d.m : d.k, cols_b = d.trans_b ? d.k : d.n;
+  PlanKey key{};
+  key.m = d.m, key.n = d.n, key.k = d.k, key.batch = d.batch;
+  key.lda = d.lda ? d.lda : cols_a;
+  key.ldb = d.ldb ? d.ldb : cols_b;
+  key.ldc = d.ldc ? d.ldc : d.n;
+  if (key.lda < cols_a || key.ldb < cols_b || key.ldc < d.n)
+    return gemm_error(d, "leading dimensions lda=" + std::to_string(key.lda) + " ldb=" + std::to_string(key.ldb) +
+                             " ldc=" + std::to_string(key.ldc) + " are smaller than the rows they hold");
+  if (d.batch > 1 && d.stride_c == 0) return gemm_error(d, "a batched output needs a nonzero stride_c");
+  // Strides only matter for batches; normalising them keeps one key per unbatched shape.
+  key.stride_a = d.batch > 1 ? d.stride_a : 0;
+  key.stride_b = d.batch > 1 ? d.stride_b : 0;
+  key.stride_c = d.batch > 1 ? d.stride_c : 0;
+  key.dtype = d.dtype;
+  key.activation = d.activation;
+  key.trans_a = d.trans_a, key.trans_b = d.trans_b;
+  key.has_bias = d.bias != nullptr;
+  key.tf32 = d.dtype == DType::kFloat32 && handles.allow_tf32;
+  const size_t elem = dtype_size(d.dtype);
+  key.align_a = alignment_of(a, d.batch, key.stride_a, elem);
+  key.align_b = alignment_of(b, d.batch, key.stride_b, elem);
+  key.align_c = alignment_of(c, d.batch, key.stride_c, elem);
+  key.align_bias = d.bias ? alignment_of(d.bias, 1, 0, elem) : 0;
+
+  // The workspace cuBLASLt sees: 256-byte aligned, at most kGemmWorkspaceBytes (a fixed cap
+  // keeps the key, and so the algorithm, the same whatever extra scratch a caller passes).
+  uintptr_t ws = reinterpret_cast<uintptr_t>(workspace);
+  uintptr_t ws_aligned = (ws + kWorkspaceAlignment - 1) & ~(kWorkspaceAlignment - 1);
+  size_t ws_bytes = workspace && workspace_bytes > ws_aligned - ws ? workspace_bytes - (ws_aligned - ws) : 0;
+  if (ws_bytes > kGemmWorkspaceBytes) ws_bytes = kGemmWorkspaceBytes;
+  key.workspace = ws_bytes;
+  INGOT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&key.device));
+
+  Plan* plan = nullptr;
+  {
+    PlanCache& cache = plan_cache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.plans.find(key);
+    if (it == cache.plans.end()) {
+      auto fresh = std::make_unique<Plan>();
+      INGOT_RETURN_IF_ERROR(make_plan(handles, d, key, d.bias, *fresh));
+      it = cache.plans.emplace(key, std::move(fresh)).first;
+    }
+    plan = it->second.get();
+  }
+
+  void* ws_ptr = ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr;
+  auto run = [&] {
+    return check(cublasLtMatmul(handles.lt, plan->op, &d.alpha, b, plan->a, a, plan->b, &d.beta, c, plan->c, c,
+                                plan->c, &plan->algo, ws_ptr, ws_bytes, handles.stream),
+                 d, "cublasLtMatmul");
+  };
+  if (!d.bias) return run();
+  std::lock_guard<std::mutex> lock(plan->bias_mutex);
+  INGOT_RETURN_IF_ERROR(check(
+      cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &d.bias, sizeof(d.bias)), d,
+      "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+  return run();
+}
+
+}  // namespace ingot::cuda

@@ -1,0 +1,59 @@
+// Launchers of the normalisation, softmax and GELU kernels (device code in norm_layer.cu,
+// norm_softmax.cu and norm_gelu.cu), shared by norm.cc. Pointers are device memory; every
+// launcher enqueues on `stream` and returns the launch's error.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "ingot/dtype.h"
+
+namespace ingot::cuda {
+
+// One row-normalisation launch: Y[r] = (s[r] - mean) / sqrt(var + epsilon) * gamma + beta over
+// rows of length d, where s[r] = X[r] (LayerNormalization) or (X[r] + bias) + skip[r]
+// (ingot.SkipLayerNorm, rounded to `dtype` after each addition as the unfused graph stores it).
+struct RowNormLaunch {
+  DType dtype = DType::kFloat32;        // of x, skip, y and sum
+  DType param_dtype = DType::kFloat32;  // of gamma, beta and bias: `dtype`, or float32
+  const void* x = nullptr;
+  const void* skip = nullptr;   // null: LayerNormalization
+  const void* bias = nullptr;   // [d] or null
+  const void* gamma = nullptr;  // [d]
+  const void* beta = nullptr;   // [d] or null (zero)
+  void* y = nullptr;
+  void* sum = nullptr;      // s, or null (SkipLayerNorm's optional output 1)
+  void* mean = nullptr;     // [rows] or null (LayerNormalization's optional outputs)
+  void* inv_std = nullptr;  // [rows] or null
+  DType stat_dtype = DType::kFloat32;  // of mean and inv_std: float32, float16 or bfloat16
+  int64_t rows = 0, d = 0;
+  // Row r reads row (r % period) of x / skip: `rows` when dense, fewer when broadcast along
+  // leading dims (position embeddings [S, H] added to [B, S, H]).
+  int64_t x_period = 0, skip_period = 0;
+  float epsilon = 1e-5f;
+  int sm_count = 0;  // multiprocessors, to size grid-stride grids (0: unknown)
+};
+cudaError_t launch_row_norm(const RowNormLaunch& a, cudaStream_t stream);
+
+// A parameter broadcast to the normalised block [dims...]: element k of the block reads
+// src[sum_i idx_i(k) * strides[i]] (stride 0 along broadcast dims).
+constexpr int kMaxParamRank = 8;
+struct ParamBroadcast {
+  int rank = 0;
+  int64_t dims[kMaxParamRank] = {};
+  int64_t strides[kMaxParamRank] = {};
+};
+// Writes the d values of the broadcast parameter as float32 into dst (d floats).
+cudaError_t launch_expand_param(const void* src, DType src_dtype, const ParamBroadcast& b, int64_t d, float* dst,
+                                cudaStream_t stream);
+
+// Softmax (or LogSoftmax when `log`) of x viewed as [outer, n, inner], over n.
+cudaError_t launch_softmax(const void* x, void* y, DType dtype, int64_t outer, int64_t n, int64_t inner, bool log,
+                           int sm_count, cudaStream_t stream);
+
+// y = GELU(x) elementwise over n elements: exact (erf) or tanh approximation.
+cudaError_t launch_gelu(const void* x, void* y, DType dtype, int64_t n, bool tanh_approx, int sm_count,
+                        cudaStream_t stream);
+
+}  // namespace ingot::cuda

@@ -1,0 +1,337 @@
+// Row normalisation for LayerNormalization and ingot.SkipLayerNorm: one pass over memory.
+//
+// Rows of up to 16384 elements (8192 when loaded element by element) are held in registers: a
+// row is read once (x, skip, bias summed on the way in), its mean and then its centered
+// variance are reduced from the registers (two passes for accuracy: inputs with |mean| >> std
+// lose nothing to cancellation), and the output (and the sum) are written once. Rows of up to
+// 128 vectors (1024 halves, 512 floats) take one warp each: shuffle reductions, no shared
+// memory, no barriers, and gamma/beta loaded into registers once per warp for all the rows it
+// visits. Longer rows take one block each. Rows longer than that re-read the input from memory
+// for each of the three sweeps.
+//
+// Loads and stores are 16 bytes (8 halves / 4 floats) when the row length and every pointer
+// allow it; otherwise element by element.
+#include <algorithm>
+
+#include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/norm_impl.h"
+
+namespace ingot::cuda {
+namespace {
+
+constexpr int kWarpModeThreads = 128;  // 4 rows per block in warp mode
+constexpr int kMaxBlockThreads = 512;  // block mode: <= 128 registers per thread
+constexpr int kBlockElems = 32;        // elements per thread held in registers in block mode
+constexpr int kMaxWarpVecs = 4;        // vectors per lane in warp mode
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+template <class T, int V>
+__device__ __forceinline__ void load_floats(const T* p, float (&out)[V]) {
+  const Pack<T, V> pk = *reinterpret_cast<const Pack<T, V>*>(p);
+#pragma unroll
+  for (int j = 0; j < V; ++j) out[j] = to_float(pk.v[j]);
+}
+
+template <class T, int V>
+__device__ __forceinline__ void store_floats(T* p, const float (&in)[V]) {
+  Pack<T, V> pk;
+#pragma unroll
+  for (int j = 0; j < V; ++j) pk.v[j] = from_float<T>(in[j]);
+  *reinterpret_cast<Pack<T, V>*>(p) = pk;
+}
+
+// v as stored in T and read back: the unfused graph materialises every Add in T.
+template <class T>
+__device__ __forceinline__ float round_to(float v) {
+  return to_float(from_float<T>(v));
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  // Butterfly: every lane ends with the same bits (a+b == b+a at each level).
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32); every thread gets the same result.
+__device__ float block_sum(float v) {
+  __shared__ float partial[32];
+  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+  v = warp_sum(v);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < int(blockDim.x >> 5) ? partial[lane] : 0.0f;
+  v = warp_sum(v);
+  __syncthreads();  // all reads done before the next call overwrites `partial`
+  return v;
+}
+
+__device__ __forceinline__ void store_stat(void* p, DType dt, int64_t i, float v) {
+  if (!p) return;
+  switch (dt) {
+    case DType::kFloat16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
+    case DType::kBFloat16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
+    default: static_cast<float*>(p)[i] = v; break;
+  }
+}
+
+// Elements [k, k + V) of row s: x, or (x + bias) + skip for SkipLayerNorm. xo/so: row offsets.
+template <class T, class P, int V, bool kSkip>
+__device__ __forceinline__ void load_input(const RowNormLaunch& a, int64_t xo, int64_t so, int64_t k,
+                                           float (&v)[V]) {
+  load_floats<T, V>(static_cast<const T*>(a.x) + xo + k, v);
+  if constexpr (kSkip) {
+    if (a.bias) {
+      float b[V];
+      load_floats<P, V>(static_cast<const P*>(a.bias) + k, b);
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[j] = round_to<T>(v[j] + b[j]);
+    }
+    float s[V];
+    load_floats<T, V>(static_cast<const T*>(a.skip) + so + k, s);
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = round_to<T>(v[j] + s[j]);
+  }
+}
+
+// y = (v - mean) * inv * gamma + beta for one vector, stored with the sum when requested.
+template <class T, class P, int V>
+__device__ __forceinline__ void store_output(const RowNormLaunch& a, int64_t yo, int64_t k, const float (&v)[V],
+                                             const float (&g)[V], const float (&b)[V], float mean, float inv) {
+  float y[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) y[j] = (v[j] - mean) * inv * g[j] + b[j];
+  store_floats<T, V>(static_cast<T*>(a.y) + yo + k, y);
+  if (a.sum) store_floats<T, V>(static_cast<T*>(a.sum) + yo + k, v);
+}
+
+template <class P, int V>
+__device__ __forceinline__ void load_params(const RowNormLaunch& a, int64_t k, float (&g)[V], float (&b)[V]) {
+  load_floats<P, V>(static_cast<const P*>(a.gamma) + k, g);
+  if (a.beta) {
+    load_floats<P, V>(static_cast<const P*>(a.beta) + k, b);
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) b[j] = 0.0f;
+  }
+}
+
+// Rows held in registers: thread t of a row owns vectors t, t + tpr, ..., t + (N-1)·tpr.
+// kWarp: one warp per row (blockDim.x / 32 rows per block); else one block per row.
+template <class T, class P, int V, int N, bool kSkip, bool kWarp>
+__global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) row_norm_cached(const RowNormLaunch a) {
+  const int tpr = kWarp ? 32 : int(blockDim.x);
+  const int t = kWarp ? int(threadIdx.x & 31) : int(threadIdx.x);
+  const int rows_per_block = kWarp ? int(blockDim.x >> 5) : 1;
+  const int64_t first = int64_t(blockIdx.x) * rows_per_block + (kWarp ? int(threadIdx.x >> 5) : 0);
+  const int64_t step = int64_t(gridDim.x) * rows_per_block;
+  const int nv = int(a.d / V);
+  const float d = float(a.d);
+
+  // Warp mode: gamma/beta are loaded into registers once for every row the warp visits (in P:
+  // packed halves take half the registers of floats). Block mode: a block rarely sees more
+  // than a few rows, so they are read where they are used (fewer live registers).
+  Pack<P, V> gp[kWarp ? N : 1], bp[kWarp ? N : 1];
+  if constexpr (kWarp) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int c = i * tpr + t;
+      if (c < nv) {
+        gp[i] = reinterpret_cast<const Pack<P, V>*>(a.gamma)[c];
+        if (a.beta) {
+          bp[i] = reinterpret_cast<const Pack<P, V>*>(a.beta)[c];
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j) bp[i].v[j] = from_float<P>(0.0f);
+        }
+      }
+    }
+  }
+
+  for (int64_t r = first; r < a.rows; r += step) {
+    const int64_t xo = (r % a.x_period) * a.d;
+    const int64_t so = kSkip ? (r % a.skip_period) * a.d : 0;
+    const int64_t yo = r * a.d;
+    float v[N][V];
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int c = i * tpr + t;
+      if (c < nv) {
+        load_input<T, P, V, kSkip>(a, xo, so, int64_t(c) * V, v[i]);
+#pragma unroll
+        for (int j = 0; j < V; ++j) s += v[i][j];
+      }
+    }
+    const float mean = (kWarp ? warp_sum(s) : block_sum(s)) / d;
+    float q = 0.0f;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (i * tpr + t < nv) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const float c = v[i][j] - mean;
+          q += c * c;
+        }
+      }
+    }
+    const float var = (kWarp ? warp_sum(q) : block_sum(q)) / d;
+    const float inv = 1.0f / sqrtf(var + a.epsilon);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int c = i * tpr + t;
+      if (c < nv) {
+        float g[V], b[V];
+        if constexpr (kWarp) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            g[j] = to_float(gp[i].v[j]);
+            b[j] = to_float(bp[i].v[j]);
+          }
+        } else {
+          load_params<P, V>(a, int64_t(c) * V, g, b);
+        }
+        store_output<T, P, V>(a, yo, int64_t(c) * V, v[i], g, b, mean, inv);
+      }
+    }
+    if (t == 0) {
+      store_stat(a.mean, a.stat_dtype, r, mean);
+      store_stat(a.inv_std, a.stat_dtype, r, inv);
+    }
+  }
+}
+
+// Rows too long for registers: one block per row, three sweeps over memory (sum, centered
+// squares, output); the row mostly stays in L2 between sweeps.
+template <class T, class P, int V, bool kSkip>
+__global__ void __launch_bounds__(kMaxBlockThreads) row_norm_long(const RowNormLaunch a) {
+  const int64_t nv = a.d / V;
+  const float d = float(a.d);
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const int64_t xo = (r % a.x_period) * a.d;
+    const int64_t so = kSkip ? (r % a.skip_period) * a.d : 0;
+    const int64_t yo = r * a.d;
+    float s = 0.0f;
+    for (int64_t c = threadIdx.x; c < nv; c += blockDim.x) {
+      float v[V];
+      load_input<T, P, V, kSkip>(a, xo, so, c * V, v);
+#pragma unroll
+      for (int j = 0; j < V; ++j) s += v[j];
+    }
+    const float mean = block_sum(s) / d;
+    float q = 0.0f;
+    for (int64_t c = threadIdx.x; c < nv; c += blockDim.x) {
+      float v[V];
+      load_input<T, P, V, kSkip>(a, xo, so, c * V, v);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float e = v[j] - mean;
+        q += e * e;
+      }
+    }
+    const float inv = 1.0f / sqrtf(block_sum(q) / d + a.epsilon);
+    for (int64_t c = threadIdx.x; c < nv; c += blockDim.x) {
+      float v[V], g[V], b[V];
+      load_input<T, P, V, kSkip>(a, xo, so, c * V, v);
+      load_params<P, V>(a, c * V, g, b);
+      store_output<T, P, V>(a, yo, c * V, v, g, b, mean, inv);
+    }
+    if (threadIdx.x == 0) {
+      store_stat(a.mean, a.stat_dtype, r, mean);
+      store_stat(a.inv_std, a.stat_dtype, r, inv);
+    }
+  }
+}
+
+unsigned grid_size(int64_t work_items, int sm_count, int per_sm) {
+  const int64_t cap = sm_count > 0 ? int64_t(sm_count) * per_sm : 65535;
+  return unsigned(std::max<int64_t>(1, std::min(work_items, cap)));
+}
+
+template <class T, class P, int V, bool kSkip>
+cudaError_t launch_with(const RowNormLaunch& a, cudaStream_t stream) {
+  const int64_t nv = a.d / V;
+  if (nv <= 32 * kMaxWarpVecs) {
+    const int rows_per_block = kWarpModeThreads / 32;
+    // Up to 64 resident warps per SM; rows beyond the grid loop (gamma/beta stay in registers).
+    const unsigned blocks = grid_size((a.rows + rows_per_block - 1) / rows_per_block, a.sm_count, 16);
+    if (nv <= 32) {
+      row_norm_cached<T, P, V, 1, kSkip, true><<<blocks, kWarpModeThreads, 0, stream>>>(a);
+    } else if (nv <= 64) {
+      row_norm_cached<T, P, V, 2, kSkip, true><<<blocks, kWarpModeThreads, 0, stream>>>(a);
+    } else if (nv <= 96) {  // hidden 768 in halves: no idle register slot
+      row_norm_cached<T, P, V, 3, kSkip, true><<<blocks, kWarpModeThreads, 0, stream>>>(a);
+    } else {
+      row_norm_cached<T, P, V, kMaxWarpVecs, kSkip, true><<<blocks, kWarpModeThreads, 0, stream>>>(a);
+    }
+    return cudaGetLastError();
+  }
+  // Scalar loads need an address register each: hold fewer of them.
+  constexpr int kBlockVecs = V == 1 ? kBlockElems / 2 : kBlockElems / V;
+  if (nv <= int64_t(kMaxBlockThreads) * kBlockVecs) {
+    int64_t threads = (nv + kBlockVecs - 1) / kBlockVecs;
+    threads = std::min<int64_t>(kMaxBlockThreads, std::max<int64_t>(128, (threads + 31) / 32 * 32));
+    const unsigned blocks = grid_size(a.rows, a.sm_count, int(2048 / threads));
+    row_norm_cached<T, P, V, kBlockVecs, kSkip, false><<<blocks, unsigned(threads), 0, stream>>>(a);
+    return cudaGetLastError();
+  }
+  row_norm_long<T, P, V, kSkip><<<grid_size(a.rows, a.sm_count, 4), kMaxBlockThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+template <class T, class P>
+cudaError_t launch_typed(const RowNormLaunch& a, cudaStream_t stream) {
+  constexpr int V = 16 / sizeof(T);
+  constexpr size_t kRowAlign = sizeof(T) * V, kParamAlign = sizeof(P) * V;
+  const bool vec = a.d % V == 0 && aligned(a.x, kRowAlign) && aligned(a.skip, kRowAlign) && aligned(a.y, kRowAlign) &&
+                   aligned(a.sum, kRowAlign) && aligned(a.gamma, kParamAlign) && aligned(a.beta, kParamAlign) &&
+                   aligned(a.bias, kParamAlign);
+  const bool skip = a.skip != nullptr;
+  if (vec) return skip ? launch_with<T, P, V, true>(a, stream) : launch_with<T, P, V, false>(a, stream);
+  return skip ? launch_with<T, P, 1, true>(a, stream) : launch_with<T, P, 1, false>(a, stream);
+}
+
+template <class T>
+__global__ void expand_param_kernel(const T* src, const ParamBroadcast b, int64_t d, float* dst) {
+  for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < d; k += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rem = k, off = 0;
+    for (int i = b.rank - 1; i >= 0; --i) {
+      off += (rem % b.dims[i]) * b.strides[i];
+      rem /= b.dims[i];
+    }
+    dst[k] = to_float(src[off]);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_row_norm(const RowNormLaunch& a, cudaStream_t stream) {
+  if (a.rows <= 0 || a.d <= 0) return cudaSuccess;
+  cudaError_t e = cudaErrorInvalidValue;
+  dispatch_device_float(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (a.param_dtype == a.dtype) e = launch_typed<T, T>(a, stream);
+    else if (a.param_dtype == DType::kFloat32) e = launch_typed<T, float>(a, stream);
+  });
+  return e;
+}
+
+cudaError_t launch_expand_param(const void* src, DType src_dtype, const ParamBroadcast& b, int64_t d, float* dst,
+                                cudaStream_t stream) {
+  if (d <= 0) return cudaSuccess;
+  cudaError_t e = cudaErrorInvalidValue;
+  dispatch_device_float(src_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    expand_param_kernel<T><<<blocks_for(d, 256), 256, 0, stream>>>(static_cast<const T*>(src), b, d, dst);
+    e = cudaGetLastError();
+  });
+  return e;
+}
+
+}  // namespace ingot::cuda

@@ -1,0 +1,321 @@
+// ingot.Attention on CUDA against the CPU kernel, through the Engine on one-node models (weights
+// as initializers): every mask kind and broadcast shape, causal, fully masked rows with and
+// without nan_to_zero (and finite filter values that keep the softmax defined), with and without
+// W_out and biases, sequence lengths that are not multiples of the kernels' blocks, several head
+// sizes (the tensor-core sizes and a generic one), batch sizes that select each query-block size,
+// float32 (tight) and float16/bfloat16 (against the CPU on float32 copies of the same rounded
+// values), and a head size the CUDA kernel refuses (run on the CPU instead).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "gpu_test_util.h"
+
+namespace ingot::testing {
+namespace {
+
+struct Case {
+  int64_t B = 2, S = 7, E = 128, H = 2, M = 96;  // head size E / H
+  std::string mask_kind = "none";                // none | add | bool
+  Shape mask_shape;
+  bool causal = false, nan_to_zero = false, out_proj = true, biases = true;
+  float scale = 0.125f;
+  float filter = -std::numeric_limits<float>::infinity();
+  std::string what() const {
+    return "B" + std::to_string(B) + " S" + std::to_string(S) + " E" + std::to_string(E) + " H" + std::to_string(H) +
+           " mask " + mask_kind + " " + shape_str(mask_shape) + (causal ? " causal" : "") +
+           (nan_to_zero ? " nan_to_zero" : "") + (out_proj ? " W_out" : "") + (biases ? " biases" : "");
+  }
+};
+
+// Whether mask element `idx` (of a mask of shape `shape`) lets its query attend its key.
+using MaskFill = std::function<bool(int64_t idx, const Shape& shape)>;
+
+// Element-wise copy of a float tensor as float32.
+Tensor as_f32(const Tensor& t) {
+  Tensor r(DType::kFloat32, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) r.data<float>()[i] = float(t.scalar_as_double(i));
+  return r;
+}
+
+// One ingot.Attention node with X (and the mask) as graph inputs and weights as initializers,
+// all of X's dtype.
+Model attention_model(const Case& c, const std::map<std::string, Tensor>& w, DType dt, DType mask_dt) {
+  Model m;
+  m.path = "test:Attention";
+  m.ir_version = 8;
+  m.opsets[""] = 17;
+  m.opsets["ingot"] = 1;
+  Graph& g = m.graph;
+  auto value = [&](const std::string& name, DType t) {
+    ValueId id = g.intern(name);
+    g.value(id).dtype = t;
+    return id;
+  };
+  Node n;
+  n.op_type = "Attention";
+  n.domain = "ingot";
+  n.name = "attn";
+  ValueId x = value("X", dt);
+  g.inputs.push_back(x);
+  n.inputs = {x};
+  for (const char* k : {"W_qkv", "b_qkv", "mask", "W_out", "b_out"}) {
+    if (std::string(k) == "mask") {
+      if (c.mask_kind == "none") {
+        n.inputs.push_back(kNoValue);
+        continue;
+      }
+      ValueId mv = value("mask", mask_dt);
+      g.inputs.push_back(mv);
+      n.inputs.push_back(mv);
+      continue;
+    }
+    auto it = w.find(k);
+    if (it == w.end()) {
+      n.inputs.push_back(kNoValue);
+      continue;
+    }
+    ValueId id = value(k, dt);
+    g.initializers[id] = it->second;
+    n.inputs.push_back(id);
+  }
+  while (n.inputs.back() == kNoValue) n.inputs.pop_back();
+  n.attrs.set("num_heads", int_attr(c.H));
+  n.attrs.set("scale", float_attr(c.scale));
+  n.attrs.set("causal", int_attr(c.causal));
+  n.attrs.set("nan_to_zero", int_attr(c.nan_to_zero));
+  n.attrs.set("mask_kind", string_attr(c.mask_kind));
+  n.attrs.set("mask_filter_value", float_attr(c.filter));
+  ValueId y = value("Y", dt);
+  n.outputs = {y};
+  g.outputs.push_back(y);
+  g.nodes.push_back(std::move(n));
+  return m;
+}
+
+// Runs case `c` in dtype `dt` on CUDA and compares with the CPU kernel run on float32 copies of
+// the same (rounded) weights and inputs. Weights are scaled so queries, keys and scores are O(1).
+// `keep(idx, shape)` fills a bool mask (true = attend) or, for mask_kind add, picks 0 (true) or
+// -inf/`add_masked` (false), plus a small random offset on kept entries.
+void run_case(const Case& c, DType dt, double atol, double rtol, const MaskFill& keep = nullptr,
+              float add_masked = -std::numeric_limits<float>::infinity()) {
+  SCOPED_TRACE(c.what() + " " + dtype_name(dt));
+  const int64_t N = c.E;
+  const double wq = 3.0 / std::sqrt(double(c.E)), wo = std::sqrt(3.0 / double(N));
+  std::map<std::string, Tensor> w{{"W_qkv", random_of(dt, {c.E, 3 * N}, 1, -wq, wq)}};
+  if (c.biases) w["b_qkv"] = random_of(dt, {3 * N}, 2, -0.5, 0.5);
+  if (c.out_proj) {
+    w["W_out"] = random_of(dt, {N, c.M}, 3, -wo, wo);
+    if (c.biases) w["b_out"] = random_of(dt, {c.M}, 4, -0.5, 0.5);
+  }
+  std::map<std::string, Tensor> feeds{{"X", random_of(dt, {c.B, c.S, c.E}, 5)}};
+  const DType mask_dt = c.mask_kind == "bool" ? DType::kBool : dt;
+  if (c.mask_kind != "none") {
+    Tensor noise = random_of(DType::kFloat32, c.mask_shape, 6, -0.5, 0.5);
+    Tensor mask(mask_dt, c.mask_shape);
+    for (int64_t i = 0; i < mask.numel(); ++i) {
+      const bool k = keep(i, c.mask_shape);
+      const float v = k ? noise.data<float>()[i] : add_masked;
+      switch (mask_dt) {
+        case DType::kBool: mask.data<bool>()[i] = k; break;
+        case DType::kFloat32: mask.data<float>()[i] = v; break;
+        case DType::kFloat16: mask.data<float16>()[i] = float16(v); break;
+        default: mask.data<bfloat16>()[i] = bfloat16(v); break;
+      }
+    }
+    feeds["mask"] = mask;
+  }
+
+  std::map<std::string, Tensor> w32, feeds32;
+  for (auto& [k, v] : w) w32[k] = as_f32(v);
+  for (auto& [k, v] : feeds) feeds32[k] = v.dtype() == DType::kBool ? v : as_f32(v);
+  auto ref = run_model_on(attention_model(c, w32, DType::kFloat32, mask_dt == DType::kBool ? mask_dt : DType::kFloat32),
+                          feeds32, "cpu");
+  auto got = run_model_on(attention_model(c, w, dt, mask_dt), feeds, "cuda");
+  ASSERT_EQ(ref.size(), 1u);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].dtype(), dt);
+  expect_close(as_f32(got[0]), ref[0], atol, rtol, "Attention");
+}
+
+void run_f32(const Case& c, const MaskFill& keep = nullptr) { run_case(c, DType::kFloat32, 1e-4, 1e-4, keep); }
+
+// Index helpers over a mask of any rank broadcast to [B, H, S, S]: the trailing two axes.
+int64_t key_of(int64_t idx, const Shape& s) { return idx % s.back(); }
+int64_t query_of(int64_t idx, const Shape& s) { return s.size() >= 2 ? idx / s.back() % s[s.size() - 2] : 0; }
+int64_t batch_of(int64_t idx, const Shape& s) {
+  int64_t inner = 1;
+  for (size_t i = 1; i < s.size(); ++i) inner *= s[i];
+  return s.size() == 4 ? idx / inner : 0;
+}
+
+// Padding: batch b keeps its first S - 3b - 1 keys (at least one); plus a scattered pattern over
+// (query, key) that spares key 0, so no row is fully masked.
+bool padding(int64_t idx, const Shape& s) {
+  const int64_t S = s.back(), key = key_of(idx, s);
+  return key < std::max<int64_t>(1, S - 3 * batch_of(idx, s) - 1) && (key == 0 || (query_of(idx, s) * 7 + key) % 5 != 3);
+}
+
+TEST(CudaAttention, Float32MaskShapesAndKinds) {
+  INGOT_REQUIRE_GPU();
+  for (const std::string kind : {"add", "bool"}) {
+    for (Shape shape : {Shape{3, 1, 1, 77}, Shape{3, 1, 77, 77}, Shape{1, 1, 77, 77}, Shape{77, 77}, Shape{3, 2, 77, 77}}) {
+      Case c;
+      c.B = 3, c.S = 77, c.mask_kind = kind, c.mask_shape = shape;
+      run_f32(c, padding);
+    }
+  }
+  Case c;
+  c.B = 3, c.S = 77;
+  run_f32(c);
+}
+
+TEST(CudaAttention, Float32CausalWithoutOutputProjectionOrBiases) {
+  INGOT_REQUIRE_GPU();
+  Case c;
+  c.B = 1, c.S = 130, c.E = 96, c.H = 3, c.causal = true, c.out_proj = false, c.biases = false;
+  run_f32(c);
+  c.mask_kind = "add", c.mask_shape = {1, 1, 1, 130}, c.out_proj = true;
+  run_f32(c, padding);
+}
+
+// Query 2 of batch 1 sees no key; with -inf that row's softmax is undefined (NaN, or 0 with
+// nan_to_zero); a finite filter keeps it a plain softmax over the filtered scores.
+bool one_empty_row(int64_t idx, const Shape& s) {
+  if (batch_of(idx, s) == 1 && query_of(idx, s) == 2) return false;
+  return idx % 3 != 1;
+}
+
+TEST(CudaAttention, Float32FullyMaskedRows) {
+  INGOT_REQUIRE_GPU();
+  for (bool nan_to_zero : {true, false}) {
+    for (bool out_proj : {true, false}) {
+      Case c;
+      c.B = 3, c.S = 9, c.mask_kind = "bool", c.mask_shape = {3, 1, 9, 9};
+      c.nan_to_zero = nan_to_zero, c.out_proj = out_proj;
+      run_f32(c, one_empty_row);
+      c.mask_kind = "add";
+      run_f32(c, one_empty_row);
+      c.mask_kind = "bool", c.filter = -3.4e38f;
+      run_f32(c, one_empty_row);
+    }
+  }
+  // Causal with every key masked for the first queries of batch 0.
+  Case c;
+  c.B = 3, c.S = 70, c.causal = true, c.nan_to_zero = true, c.mask_kind = "bool", c.mask_shape = {3, 1, 1, 70};
+  run_f32(c, [](int64_t idx, const Shape& s) { return batch_of(idx, s) != 0 || key_of(idx, s) >= 4; });
+}
+
+// Float32 with head sizes the tensor-core kernel has no instance for (the generic kernel).
+TEST(CudaAttention, Float32OddHeadSize) {
+  INGOT_REQUIRE_GPU();
+  Case c;
+  c.B = 3, c.S = 33, c.E = 120, c.H = 3, c.mask_kind = "add", c.mask_shape = {3, 1, 1, 33};
+  run_f32(c, padding);
+  c.causal = true;
+  run_f32(c, padding);
+}
+
+constexpr double kHalfTol = 1e-2, kBf16Tol = 4e-2;
+
+// Every tensor-core head size, sequence lengths around the 16/64 blocks, batch 1 and 3.
+TEST(CudaAttention, HalfPrecisionHeadSizesAndLengths) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    for (int64_t D : {64, 32, 80, 96, 128}) {
+      for (int64_t S : {7, 77, 130}) {
+        for (int64_t B : {1, 3}) {
+          Case c;
+          c.B = B, c.S = S, c.H = 2, c.E = 2 * D, c.M = 48;
+          c.mask_kind = "add", c.mask_shape = {B, 1, 1, S};
+          c.scale = float(1.0 / std::sqrt(double(D)));
+          run_case(c, dt, tol, tol, padding);
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaAttention, HalfPrecisionMasksAndCausal) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    for (const std::string kind : {"add", "bool"}) {
+      for (Shape shape : {Shape{3, 1, 1, 77}, Shape{3, 1, 77, 77}, Shape{1, 1, 77, 77}, Shape{77, 77}, Shape{3, 2, 77, 77}}) {
+        Case c;
+        c.B = 3, c.S = 77, c.mask_kind = kind, c.mask_shape = shape;
+        run_case(c, dt, tol, tol, padding);
+      }
+    }
+    Case c;
+    c.B = 3, c.S = 130, c.causal = true, c.out_proj = false, c.biases = false;
+    run_case(c, dt, tol, tol);
+    c.B = 1, c.S = 77, c.mask_kind = "bool", c.mask_shape = {1, 1, 1, 77}, c.out_proj = true, c.biases = true;
+    run_case(c, dt, tol, tol, padding);
+    // No mask, no W_out: the context is the output.
+    Case d;
+    d.B = 3, d.S = 65, d.out_proj = false;
+    run_case(d, dt, tol, tol);
+  }
+}
+
+TEST(CudaAttention, HalfPrecisionFullyMaskedRows) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    for (bool nan_to_zero : {true, false}) {
+      Case c;
+      c.B = 3, c.S = 9, c.mask_kind = "bool", c.mask_shape = {3, 1, 9, 9}, c.nan_to_zero = nan_to_zero;
+      run_case(c, dt, tol, tol, one_empty_row);
+      c.mask_kind = "add";
+      run_case(c, dt, tol, tol, one_empty_row);
+      run_case(c, dt, tol, tol, one_empty_row, -65504.f);  // finite: softmax stays defined
+      c.mask_kind = "bool", c.filter = -65504.f;
+      run_case(c, dt, tol, tol, one_empty_row);
+    }
+    Case c;  // causal: the first queries of batch 0 see no key
+    c.B = 3, c.S = 70, c.causal = true, c.nan_to_zero = true, c.mask_kind = "bool", c.mask_shape = {3, 1, 1, 70};
+    run_case(c, dt, tol, tol, [](int64_t idx, const Shape& s) { return batch_of(idx, s) != 0 || key_of(idx, s) >= 4; });
+  }
+}
+
+// DistilBERT-like shapes (12 heads of 64) at batches that give the flash kernel query blocks of
+// 16, 32 and 64 rows (one, two and four warps per CTA on a 132-SM H100).
+TEST(CudaAttention, HalfPrecisionQueryBlockSizes) {
+  INGOT_REQUIRE_GPU();
+  for (int64_t B : {1, 4, 8}) {
+    Case c;
+    c.B = B, c.S = 128, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {B, 1, 1, 128};
+    run_case(c, DType::kFloat16, kHalfTol, kHalfTol, padding);
+    c.S = 130, c.mask_kind = "none", c.causal = true, c.out_proj = false;
+    run_case(c, DType::kBFloat16, kBf16Tol, kBf16Tol);
+  }
+}
+
+// Head sizes outside the tensor-core set run on the generic kernel in every dtype.
+TEST(CudaAttention, HalfPrecisionOddHeadSize) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    Case c;
+    c.B = 3, c.S = 33, c.E = 120, c.H = 3, c.mask_kind = "bool", c.mask_shape = {3, 1, 33, 33}, c.causal = true;
+    run_case(c, dt, tol, tol, padding);
+  }
+}
+
+// Head size 160 is refused by the CUDA kernel (supports()); the node runs on the CPU and the
+// engine's result is still right.
+TEST(CudaAttention, UnsupportedHeadSizeFallsBackToCpu) {
+  INGOT_REQUIRE_GPU();
+  Case c;
+  c.B = 2, c.S = 20, c.E = 160, c.H = 1, c.mask_kind = "add", c.mask_shape = {2, 1, 1, 20};
+  run_f32(c, padding);
+}
+
+}  // namespace
+}  // namespace ingot::testing
