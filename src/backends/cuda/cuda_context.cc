@@ -11,6 +11,8 @@
 #include "backends/cuda/lt_gemm.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace ingot::cuda {
@@ -44,6 +46,9 @@ struct CudaContext::Instance {
 CudaContext::CudaContext(const CudaExecutor& ex) : ex_(ex) {}
 
 CudaContext::~CudaContext() {
+  if (profiling_) print_profile();
+  for (cudaEvent_t& e : step_events_)
+    if (e) cudaEventDestroy(e);
   instances_.clear();
   for (cudaEvent_t& e : events_)
     if (e) cudaEventDestroy(e);
@@ -61,6 +66,8 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(const CudaExecutor& e
   c->handles_.sm_count = ex.sm_count();
   c->handles_.allow_tf32 = ex.options().allow_tf32;
   for (cudaEvent_t& e : c->events_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
+  const char* prof = std::getenv("INGOT_CUDA_PROFILE");
+  c->profiling_ = prof && *prof && std::string(prof) != "0";
   if (const MemoryPlan* p = ex.memory_plan()) INGOT_RETURN_IF_ERROR(c->reserve(p->arena_bytes, kGemmWorkspaceBytes));
   return c;
 }
@@ -162,9 +169,11 @@ Status CudaContext::enqueue(Instance& inst) {
     const Node& n = g.nodes[size_t(s.node)];
     Instance::Bound& b = inst.bound[i];
     if (s.view) continue;
+    if (profiling_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[2 * i], handles_.stream));
     if (s.on_device) {
       CudaComputeContext ctx(n, b.in, b.host, b.out, handles_, workspace_.get(), workspace_.bytes());
       INGOT_RETURN_IF_ERROR(ex_.kernels(s.node).cuda->compute(ctx).with_context(describe_node(n, s.node) + ": "));
+      if (profiling_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[2 * i + 1], handles_.stream));
       continue;
     }
     INGOT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(handles_.stream));
@@ -206,8 +215,26 @@ Status CudaContext::enqueue(Instance& inst) {
       }
       INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpy(const_cast<void*>(d.raw()), out.raw(), out.nbytes(), cudaMemcpyHostToDevice));
     }
+    if (profiling_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[2 * i + 1], handles_.stream));
   }
   return Status::ok();
+}
+
+void CudaContext::print_profile() const {
+  if (profile_.empty()) return;
+  std::vector<std::pair<std::string, OpTime>> rows(profile_.begin(), profile_.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+  double total = 0;
+  for (const auto& r : rows) total += r.second.ms;
+  std::fprintf(stderr, "ingot: CUDA profile over %lld run(s), kernels one by one (no CUDA graph):\n",
+               static_cast<long long>(profiled_runs_));
+  std::fprintf(stderr, "  %-28s %9s %12s %12s %7s\n", "op", "launches", "ms per run", "us each", "share");
+  for (const auto& [op, t] : rows) {
+    double runs = double(std::max<int64_t>(profiled_runs_, 1));
+    std::fprintf(stderr, "  %-28s %9.1f %12.4f %12.2f %6.1f%%\n", op.c_str(), double(t.launches) / runs, t.ms / runs,
+                 1000.0 * t.ms / double(std::max<int64_t>(t.launches, 1)), 100.0 * t.ms / total);
+  }
+  std::fprintf(stderr, "  %-28s %9s %12.4f\n", "total", "", total / double(std::max<int64_t>(profiled_runs_, 1)));
 }
 
 // Captures the instance's kernels into a CUDA graph after its first (eager) run, so library
@@ -262,6 +289,11 @@ Expected<std::vector<Tensor>> CudaContext::run(const std::vector<Tensor>& inputs
     if (t.nbytes()) INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, stage, t.nbytes(), cudaMemcpyHostToDevice, st));
   }
   INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[1], st));
+  if (profiling_ && step_events_.size() < 2 * p.steps.size()) {
+    size_t have = step_events_.size();
+    step_events_.resize(2 * p.steps.size(), nullptr);
+    for (size_t k = have; k < step_events_.size(); ++k) INGOT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_events_[k]));
+  }
   if (inst.exec) {
     INGOT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(inst.exec, st));
   } else {
@@ -301,7 +333,20 @@ Expected<std::vector<Tensor>> CudaContext::run(const std::vector<Tensor>& inputs
   cudaEventElapsedTime(&ms, events_[2], events_[3]);
   times_.d2h_ms = ms;
 
-  if (++inst.runs == 1 && p.device_only && ex_.options().cuda_graph && !inst.exec && inst.graph_error.empty())
+  if (profiling_ && inst.runs > 0) {  // the first run of a shape pays one-time costs: not counted
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      if (p.steps[i].view) continue;
+      float step_ms = 0;
+      if (cudaEventElapsedTime(&step_ms, step_events_[2 * i], step_events_[2 * i + 1]) != cudaSuccess) continue;
+      const Node& n = g.nodes[size_t(p.steps[i].node)];
+      OpTime& t = profile_[(n.domain.empty() ? "" : n.domain + ".") + n.op_type + (p.steps[i].on_device ? "" : " (cpu)")];
+      t.ms += step_ms;
+      ++t.launches;
+    }
+    ++profiled_runs_;
+  }
+  if (++inst.runs == 1 && p.device_only && ex_.options().cuda_graph && !inst.exec && inst.graph_error.empty() &&
+      !profiling_)
     capture(inst);
   return outs;
 }

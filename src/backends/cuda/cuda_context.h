@@ -33,6 +33,18 @@ class CudaContext final : public DeviceContext {
   std::map<std::string, std::unique_ptr<Instance>> instances_;
   std::array<cudaEvent_t, 4> events_{};
   DeviceRunTimes times_;
+
+  // INGOT_CUDA_PROFILE=1: kernels run one by one (no CUDA graph) between per-step events, and
+  // the time per op type is printed when the context is destroyed (trtexec's --dumpProfile).
+  struct OpTime {
+    double ms = 0;
+    int64_t launches = 0;
+  };
+  bool profiling_ = false;
+  std::vector<cudaEvent_t> step_events_;
+  std::map<std::string, OpTime> profile_;
+  int64_t profiled_runs_ = 0;
+  void print_profile() const;
 };
 
 }  // namespace ingot::cuda

@@ -146,8 +146,13 @@ Status make_layout(cublasLtMatrixLayout_t& out, cudaDataType_t type, int64_t row
   return Status::ok();
 }
 
-// Builds the descriptors and asks the heuristic for the best algorithm of `key`.
-Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& key, const void* bias, Plan& plan) {
+// Heuristic candidates considered per shape, and timed runs of each (autotune()).
+constexpr int kCandidates = 8;
+constexpr int kTrialRuns = 3;
+
+// Builds the descriptors and asks the heuristic for its candidate algorithms of `key`.
+Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& key, const void* bias, Plan& plan,
+                 cublasLtMatmulHeuristicResult_t (&results)[kCandidates], int& usable) {
   cudaDataType_t type{};
   data_type_of(d.dtype, type);
   cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -199,15 +204,53 @@ Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& k
   INGOT_RETURN_IF_ERROR(set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c,
                                  "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)"));
 
-  cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   INGOT_RETURN_IF_ERROR(check(cublasLtMatmulAlgoGetHeuristic(handles.lt, plan.op, plan.a, plan.b, plan.c, plan.c, pref,
-                                                             1, &result, &found),
+                                                             kCandidates, results, &found),
                               d, "cublasLtMatmulAlgoGetHeuristic"));
-  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
-    return gemm_error(d, "cuBLASLt has no algorithm for this shape, alignment and epilogue");
-  plan.algo = result.algo;
+  usable = 0;
+  for (int i = 0; i < found; ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) results[usable++] = results[i];
+  if (usable < 1) return gemm_error(d, "cuBLASLt has no algorithm for this shape, alignment and epilogue");
+  plan.algo = results[0].algo;
   return Status::ok();
+}
+
+// The heuristic's first choice is often not the fastest for the small-M products of batch-1
+// inference: the first time a shape runs outside graph capture, its candidates are timed on
+// the real operands and the fastest is kept. Only when C is not read (beta = 0): the trial
+// runs overwrite it, and the caller's own run follows.
+void autotune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* a, const void* b, void* c, void* ws,
+              size_t ws_bytes, const cublasLtMatmulHeuristicResult_t* results, int usable) {
+  if (usable < 2 || d.beta != 0.0f) return;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(h.stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) return;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    if (start) cudaEventDestroy(start);
+    cudaGetLastError();
+    return;
+  }
+  float best = 0;
+  int best_i = -1;
+  for (int i = 0; i < usable; ++i) {
+    auto launch = [&] {
+      return cublasLtMatmul(h.lt, plan.op, &d.alpha, b, plan.a, a, plan.b, &d.beta, c, plan.c, c, plan.c,
+                            &results[i].algo, ws, ws_bytes, h.stream);
+    };
+    if (launch() != CUBLAS_STATUS_SUCCESS) continue;  // warm-up; a failing candidate is skipped
+    cudaEventRecord(start, h.stream);
+    bool ok = true;
+    for (int r = 0; r < kTrialRuns && ok; ++r) ok = launch() == CUBLAS_STATUS_SUCCESS;
+    cudaEventRecord(stop, h.stream);
+    float ms = 0;
+    if (!ok || cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) continue;
+    if (best_i < 0 || ms < best) best = ms, best_i = i;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaGetLastError();
+  if (best_i >= 0) plan.algo = results[best_i].algo;
 }
 
 }  // namespace
@@ -261,7 +304,11 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
     auto it = cache.plans.find(key);
     if (it == cache.plans.end()) {
       auto fresh = std::make_unique<Plan>();
-      INGOT_RETURN_IF_ERROR(make_plan(handles, d, key, d.bias, *fresh));
+      cublasLtMatmulHeuristicResult_t results[kCandidates]{};
+      int usable = 0;
+      INGOT_RETURN_IF_ERROR(make_plan(handles, d, key, d.bias, *fresh, results, usable));
+      autotune(handles, d, *fresh, a, b, c, ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr, ws_bytes, results,
+               usable);
       it = cache.plans.emplace(key, std::move(fresh)).first;
     }
     plan = it->second.get();
