@@ -56,6 +56,35 @@ MemoryPlan plan_memory(const PlanInput& in) {
       }
     }
   }
+  // In place: an output joins the buffer of the input its kernel may overwrite when that input's
+  // group is read by nothing after this node and both have the same size. Chains (Relu then
+  // Sigmoid then ...) then all run in one buffer.
+  if (!in.in_place.empty()) {
+    std::vector<int> group_last(nv, -1);
+    for (size_t v = 0; v < nv; ++v) {
+      int r = find_root(parent, int(v));
+      group_last[size_t(r)] = std::max(group_last[size_t(r)], std::max(last[v], def[v]));
+    }
+    for (size_t pos = 0; pos < in.order.size(); ++pos) {
+      int ni = in.order[pos];
+      const Node& n = g.nodes[size_t(ni)];
+      if (size_t(ni) >= in.in_place.size()) continue;
+      for (size_t o = 0; o < n.outputs.size() && o < in.in_place[size_t(ni)].size(); ++o) {
+        int i = in.in_place[size_t(ni)][o];
+        ValueId out = n.outputs[o];
+        if (i < 0 || size_t(i) >= n.inputs.size() || out == kNoValue || n.inputs[size_t(i)] == kNoValue) continue;
+        ValueId src = n.inputs[size_t(i)];
+        int rs = find_root(parent, src), ro = find_root(parent, out);
+        if (rs == ro || excluded[size_t(src)] || excluded[size_t(out)]) continue;
+        if (in.max_bytes[size_t(src)] < 0 || in.max_bytes[size_t(src)] != in.max_bytes[size_t(out)]) continue;
+        if (group_last[size_t(rs)] != int(pos)) continue;  // someone reads the input later
+        // The input may appear twice among the node's inputs (x * x): still read at this node only.
+        parent[size_t(ro)] = rs;
+        group_last[size_t(rs)] = std::max(group_last[size_t(rs)], group_last[size_t(ro)]);
+      }
+    }
+  }
+
   // Values read by subgraphs are read by name at unknown times: keep them out too.
   for (const Node& n : g.nodes)
     for (const auto& [k, a] : n.attrs.all()) {

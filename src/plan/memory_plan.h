@@ -2,7 +2,8 @@
 // the largest shapes the engine serves. Values whose lifetimes do not overlap share bytes;
 // graph outputs and weights are never placed in the arena (outputs are handed to the caller,
 // weights live with the engine). Reshape-like ops that return a view of their input share the
-// input's buffer, and the buffer lives until the last reader of either.
+// input's buffer, and the buffer lives until the last reader of either. Elementwise maps whose
+// input dies at them write their output over it (in place), when both have the same size.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,9 @@ struct PlanInput {
   std::vector<int> order;              // node indices in execution order
   std::vector<int64_t> max_bytes;      // per ValueId: largest size in bytes, or -1 if unknown
   std::vector<std::vector<int>> alias; // per node index: per output, the aliased input index or -1
+  // per node index: per output, the input it may overwrite (OpKernel::output_may_overwrite_input)
+  // or -1; empty: no in-place placement
+  std::vector<std::vector<int>> in_place;
 };
 
 MemoryPlan plan_memory(const PlanInput& in);

@@ -155,9 +155,12 @@ PlanInput GraphExecutor::plan_input(const std::vector<int64_t>& max_bytes) const
   in.order = order_;
   in.max_bytes = max_bytes;
   in.alias.resize(graph_.nodes.size());
+  in.in_place.resize(graph_.nodes.size());
   for (size_t i = 0; i < graph_.nodes.size(); ++i)
-    for (size_t o = 0; o < graph_.nodes[i].outputs.size(); ++o)
+    for (size_t o = 0; o < graph_.nodes[i].outputs.size(); ++o) {
       in.alias[i].push_back(kernels_[i]->output_aliases_input(int(o)));
+      in.in_place[i].push_back(kernels_[i]->output_may_overwrite_input(int(o)));
+    }
   return in;
 }
 
@@ -189,8 +192,10 @@ Status GraphExecutor::run_node(size_t pos, std::vector<Tensor>& env, const Outer
   if (plan) {
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       ValueId v = node.outputs[i];
-      if (v != kNoValue && plan->offset[size_t(v)] >= 0)
-        slots[i] = OutputSlot{arena + plan->offset[size_t(v)], size_t(plan->capacity[size_t(v)])};
+      if (v == kNoValue || plan->offset[size_t(v)] < 0) continue;
+      slots[i] = OutputSlot{arena + plan->offset[size_t(v)], size_t(plan->capacity[size_t(v)]), false};
+      for (const Tensor* t : ins)
+        if (t && t->raw() == slots[i].data) slots[i].in_place = true;
     }
   }
   ComputeContext cctx(node, std::move(ins), ictx.outputs(), subgraph_runner(env, outer), slots);

@@ -78,6 +78,7 @@ using SubgraphRunner =
 struct OutputSlot {
   void* data = nullptr;
   size_t capacity = 0;
+  bool in_place = false;  // the slot holds an input the kernel overwrites: not zero-filled
 };
 
 class ComputeContext {
@@ -120,7 +121,7 @@ class ComputeContext {
     if (size_t(i) < slots_.size() && slots_[size_t(i)].data) {
       size_t bytes = size_t(shape_numel(shape)) * dtype_size(dtype);
       if (bytes <= slots_[size_t(i)].capacity) {
-        std::memset(slots_[size_t(i)].data, 0, bytes);
+        if (!slots_[size_t(i)].in_place) std::memset(slots_[size_t(i)].data, 0, bytes);
         return Tensor::wrap(dtype, std::move(shape), slots_[size_t(i)].data, nullptr);
       }
     }
@@ -158,6 +159,10 @@ class OpKernel {
   // The input whose buffer output `output` may share (Reshape-like ops that set_output a view),
   // or -1. The memory planner gives both one buffer whose lifetime covers both values.
   virtual int output_aliases_input(int output) const { (void)output; return -1; }
+  // The input whose buffer output `output` may be computed into when that input is read by
+  // nothing later (in-place), or -1. Only for kernels that write every output element after
+  // reading the same element of that input, with the same shape and dtype (elementwise maps).
+  virtual int output_may_overwrite_input(int output) const { (void)output; return -1; }
 };
 
 using KernelFactory = std::function<Expected<std::unique_ptr<OpKernel>>(const Node& node, int opset)>;

@@ -57,6 +57,85 @@ TEST(MemoryPlan, ViewsShareTheirSourcesBuffer) {
   EXPECT_NE(p.offset[size_t(c.g.find("v4"))], p.offset[size_t(c.g.find("v2"))]);
 }
 
+TEST(MemoryPlan, ElementwiseChainsRunInPlace) {
+  Chain c(6);
+  c.in.in_place.assign(6, {0});
+  MemoryPlan p = plan_memory(c.in);
+  // v0..v4 each overwrite their input: one buffer for the whole chain.
+  EXPECT_EQ(p.arena_bytes, 1024);
+  for (const char* v : {"v1", "v2", "v3", "v4"}) EXPECT_EQ(p.offset[size_t(c.g.find(v))], p.offset[size_t(c.g.find("v0"))]);
+  // x, a graph input, is never overwritten: v0 starts the arena buffer.
+  EXPECT_EQ(p.offset[size_t(c.g.find("x"))], MemoryPlan::kNotPlanned);
+}
+
+TEST(MemoryPlan, InPlaceOnlyWhenTheInputDiesThere) {
+  // x -> v0 -> v1 (in place allowed) but v0 is also read by a later node: no in-place for v1.
+  Chain c(4);
+  Node late;
+  late.op_type = "Op";
+  late.inputs = {c.g.find("v0"), c.g.find("v2")};
+  late.outputs = {c.g.intern("w")};
+  c.g.nodes.push_back(late);
+  c.g.outputs.push_back(c.g.find("w"));
+  c.in.order.push_back(4);
+  c.in.alias.push_back({-1});
+  c.in.max_bytes.assign(c.g.values.size(), 1000);
+  c.in.in_place.assign(5, {0});
+  MemoryPlan p = plan_memory(c.in);
+  EXPECT_NE(p.offset[size_t(c.g.find("v1"))], p.offset[size_t(c.g.find("v0"))]);
+  EXPECT_EQ(p.offset[size_t(c.g.find("v2"))], p.offset[size_t(c.g.find("v1"))]);  // v1 dies at node 2
+  // Different sizes are never merged.
+  c.in.max_bytes[size_t(c.g.find("v2"))] = 2000;
+  MemoryPlan q = plan_memory(c.in);
+  EXPECT_NE(q.offset[size_t(c.g.find("v2"))], q.offset[size_t(c.g.find("v1"))]);
+}
+
+TEST(MemoryPlan, InPlaceEngineMatchesHeapRun) {
+  // Relu -> Sigmoid -> Tanh -> Neg on a profile: the chain shares one arena buffer, and the
+  // results equal an unplanned run's.
+  Model m;
+  m.path = "test:inplace";
+  m.ir_version = 8;
+  m.opsets[""] = 17;
+  Graph& g = m.graph;
+  ValueId x = g.intern("x");
+  g.value(x).dtype = DType::kFloat32;
+  g.value(x).shape = SymShape{Dim{-1, "n"}, Dim{64, ""}};
+  g.inputs.push_back(x);
+  ValueId prev = x;
+  const char* ops[] = {"Relu", "Sigmoid", "Tanh", "Neg", "Abs"};
+  for (int i = 0; i < 5; ++i) {
+    Node n;
+    n.op_type = ops[i];
+    n.name = std::string(ops[i]) + "_0";
+    n.inputs = {prev};
+    ValueId out = g.intern(i == 4 ? "y" : "t" + std::to_string(i));
+    n.outputs = {out};
+    g.nodes.push_back(n);
+    prev = out;
+  }
+  g.outputs.push_back(prev);
+  EngineOptions eo;
+  Profile pr;
+  pr.min["x"] = {1, 64};
+  pr.opt["x"] = {8, 64};
+  pr.max["x"] = {8, 64};
+  eo.profiles.push_back(pr);
+  auto planned = Engine::from_model(m, eo);
+  ASSERT_TRUE(planned.has_value()) << planned.status().message();
+  const MemoryPlan* plan = (*planned)->memory_plan();
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(plan->arena_bytes, 8 * 64 * 4) << "t0..t3 share one buffer";
+  auto heap = Engine::from_model(m);
+  ASSERT_TRUE(heap.has_value());
+  Tensor in(DType::kFloat32, {5, 64});
+  for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = float(i % 17) / 4.0f - 2.0f;
+  auto a = (*planned)->create_context()->run({{"x", in}});
+  auto b = (*heap)->create_context()->run({{"x", in}});
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  ASSERT_EQ(0, std::memcmp((*a)[0].tensor.raw(), (*b)[0].tensor.raw(), (*a)[0].tensor.nbytes()));
+}
+
 TEST(MemoryPlan, UnknownSizesStayOnTheHeap) {
   Chain c(4);
   c.in.max_bytes[size_t(c.g.find("v1"))] = -1;

@@ -240,6 +240,8 @@ class UnaryKernel : public OpKernel {
     if (!ok) return dtype_error(0, "X", x.dtype(), Op::kTypes);
     return Status::ok();
   }
+  // y[i] = op(x[i]) reads each element before writing it: safe in place.
+  int output_may_overwrite_input(int output) const override { return output == 0 ? 0 : -1; }
 
  private:
   Op op_;
