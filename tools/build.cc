@@ -94,6 +94,7 @@ int run_build(const BuildOptions& o) {
       std::cout << "  " << std::left << std::setw(24) << r.name;
       if (r.disabled) std::cout << "disabled\n";
       else std::cout << r.rewrites << " rewrites, nodes " << r.nodes_before << " -> " << r.nodes_after << "\n";
+      for (const std::string& n : r.notes) std::cout << "    " << n << "\n";
     }
   }
   size_t nodes_before = e.pass_reports().empty() ? e.model().graph.nodes.size() : e.pass_reports().front().nodes_before;

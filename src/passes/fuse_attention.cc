@@ -13,8 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <iostream>
 #include <set>
 
 #include "passes/fuse_attention_internal.h"
@@ -512,8 +510,7 @@ class FuseAttention : public Pass {
   Expected<int> run(Model& model, PassContext& ctx) const override {
     std::vector<std::string> log;
     auto r = fuse_attention(model, ctx, &log);
-    if (std::getenv("INGOT_LOG_PASSES"))
-      for (const auto& l : log) std::cerr << "fuse_attention: " << l << "\n";
+    for (auto& l : log) ctx.note(std::move(l));
     return r;
   }
 };

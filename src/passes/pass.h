@@ -12,6 +12,8 @@
 
 #include "ingot/status.h"
 #include "ir/graph.h"
+#include <utility>
+
 #include "runtime/executor.h"
 
 namespace ingot {
@@ -38,9 +40,14 @@ class PassContext {
   const std::vector<ValueMeta>* metas(const Model& m);
   // Called by the pipeline after every pass that changed the graph.
   void invalidate() { cached_ = false; }
+  // What a pass wants its user to know (what it matched, why something stayed unfused); the
+  // pipeline hands each pass's notes to its PassReport (`ingot build --verbose` prints them).
+  void note(std::string text) { notes_.push_back(std::move(text)); }
+  std::vector<std::string> take_notes() { return std::exchange(notes_, {}); }
 
  private:
   std::vector<ShapeBinding> bindings_;
+  std::vector<std::string> notes_;
   bool cached_ = false;
   std::unique_ptr<std::vector<ValueMeta>> metas_;
 };
@@ -67,6 +74,7 @@ struct PassReport {
   int rewrites = 0;
   size_t nodes_before = 0, nodes_after = 0;
   bool disabled = false;
+  std::vector<std::string> notes;  // PassContext::note()s of this pass
 };
 
 // The pass names in the order they run.

@@ -1,5 +1,6 @@
 // The optimizer's pass order. Each line says why a pass sits where it does.
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "passes/pass.h"
@@ -124,6 +125,9 @@ Expected<std::vector<PassReport>> optimize(Model& model, const OptimizeOptions& 
     if (!n) return n.status().with_context("pass " + name + ": ");
     r.rewrites = *n;
     r.nodes_after = model.graph.nodes.size();
+    r.notes = ctx.take_notes();
+    if (std::getenv("INGOT_LOG_PASSES"))
+      for (const auto& l : r.notes) std::cerr << name << ": " << l << "\n";
     if (*n) ctx.invalidate();
     reports.push_back(r);
   }

@@ -32,6 +32,12 @@ TEST(FuseAttention, TransformerFixtures) {
       // Every fixture has 2 layers (num_hidden_layers / n_layer in meta.json).
       EXPECT_EQ(attention, 2) << model << "/" << ex;
       EXPECT_EQ(softmax, 0) << model << "/" << ex;
+      // The pass says what it did per Softmax (ingot build --verbose prints these notes).
+      int fused_notes = 0;
+      for (const PassReport& r : (*engine)->pass_reports())
+        if (r.name == "fuse_attention")
+          for (const std::string& n : r.notes) fused_notes += n.find("fused into") != std::string::npos;
+      EXPECT_EQ(fused_notes, 2) << model << "/" << ex;
       auto inputs = read_npz((dir / "inputs.npz").string());
       auto reference = read_npz((dir / "reference.npz").string());
       ASSERT_TRUE(inputs && reference);
