@@ -26,6 +26,8 @@ const std::vector<std::string>& pass_order() {
       "fuse_linear",
       // Skip-LayerNorm after linear fusion: the residual Add it folds follows a fused linear.
       "fuse_skip_layer_norm",
+      // Embedding lookups + sum + LayerNorm: matches the SkipLayerNorm the pass above made.
+      "fuse_embed_layer_norm",
       // Last: remove whatever the rewrites left unread.
       "eliminate_dead_code",
   };
