@@ -10,6 +10,7 @@
 #include "passes/convert_precision.h"
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -393,6 +394,29 @@ class Converter {
         for (int c : ed.consumers(o)) feeds_index |= index_like_use(c, o);
       }
       if (feeds_index) keep(i, "shape arithmetic feeding an index-like use");
+    }
+
+    // The model's head: with keep_output_producers_fp32, the pooling, reduction and reshaping
+    // ops that only feed float32-kept nodes stay float32 too, so a classifier's input features
+    // are averaged in float32 rather than each rounded to the half type (for bf16 that rounding
+    // alone moves ResNet logits by ~1e-2).
+    if (opts_.keep_output_producers_fp32) {
+      static const std::set<std::string> kHead = {"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum",
+                                                  "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity"};
+      for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+        int i = *it;
+        const Node& node = g_.nodes[size_t(i)];
+        if (keep_[size_t(i)] || !node.domain.empty() || !kHead.count(node.op_type)) continue;
+        bool only_kept = true, any = false;
+        for (ValueId o : node.outputs) {
+          if (!is_f32(o)) continue;
+          for (int c : ed.consumers(o)) {
+            any = true;
+            only_kept &= keep_[size_t(c)] != 0;
+          }
+        }
+        if (any && only_kept) keep(i, "pools or reshapes the input of a float32 output producer");
+      }
     }
 
     if (std::getenv("INGOT_LOG_PASSES"))

@@ -589,5 +589,40 @@ TEST(ConvertPrecision, Fixtures) {
   }
 }
 
+// bf16 engines keep the nodes that write graph outputs, and the pooling/reshaping that feeds
+// them, in float32 (engine.cc sets keep_output_producers_fp32): every fixture's outputs are
+// then within 1e-2 of PyTorch's, as the CUDA backend promises for bf16 logits.
+TEST(ConvertPrecision, BFloat16HeadInFloat32MeetsLogitTolerance) {
+  for (const Fixture& f : fixtures()) {
+    SCOPED_TRACE(f.model + "/" + f.exporter);
+    fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / f.model;
+    auto m = load_onnx((dir / ("model." + f.exporter + ".onnx")).string());
+    ASSERT_TRUE(m.has_value());
+    auto inputs = read_npz((dir / "inputs.npz").string());
+    auto reference = read_npz((dir / "reference.npz").string());
+    ASSERT_TRUE(inputs.has_value() && reference.has_value());
+    OptimizeOptions oo;
+    ShapeBinding shapes;
+    for (const auto& [name, t] : *inputs) shapes[name] = t.shape();
+    oo.bindings.push_back(shapes);
+    ASSERT_TRUE(optimize(*m, oo).has_value());
+    PrecisionOptions po;
+    po.target = DType::kBFloat16;
+    po.keep_output_producers_fp32 = true;
+    ASSERT_TRUE(convert_float_precision(*m, po).has_value());
+    EngineOptions eo;
+    eo.optimize = false;
+    auto e = Engine::from_model(std::move(*m), eo);
+    ASSERT_TRUE(e.has_value()) << e.status().message();
+    auto outs = (*e)->create_context()->run(*inputs);
+    ASSERT_TRUE(outs.has_value()) << outs.status().message();
+    for (const auto& out : *outs) {
+      double err = max_err(out.tensor, reference->at(out.name));
+      std::printf("[ bf16 head ] %s/%s %s: max abs err %.3g\n", f.model.c_str(), f.exporter.c_str(), out.name.c_str(), err);
+      EXPECT_LE(err, 1e-2) << out.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ingot
