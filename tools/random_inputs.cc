@@ -54,6 +54,12 @@ int64_t gather_bound(const Graph& g, ValueId input) {
         for (ValueId o : n->outputs) {
           if (o != kNoValue && seen.insert(o).second) work.push_back(o);
         }
+      } else if (n->domain == "ingot" && n->op_type == "EmbedLayerNorm" && slot >= 3 && slot % 2 == 1) {
+        // Its lookups are (table, ids) pairs from input 2 on: the table precedes the ids.
+        auto init = g.initializers.find(n->inputs[slot - 1]);
+        if (init == g.initializers.end() || init->second.rank() != 2) continue;
+        int64_t size = init->second.dim(0);
+        if (size > 0) bound = bound < 0 ? size : std::min(bound, size);
       } else if (n->domain.empty() && n->op_type == "Gather" && slot == 1 && !n->inputs.empty()) {
         ValueId data = n->inputs[0];
         Shape dshape;

@@ -28,6 +28,8 @@ const std::vector<std::string>& pass_order() {
       "fuse_skip_layer_norm",
       // Embedding lookups + sum + LayerNorm: matches the SkipLayerNorm the pass above made.
       "fuse_embed_layer_norm",
+      // After every pattern fusion, so it only takes the elementwise nodes no fused op claimed.
+      "fuse_elementwise",
       // Last: remove whatever the rewrites left unread.
       "eliminate_dead_code",
   };
