@@ -1,11 +1,59 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <queue>
 #include <set>
 
 namespace ingot {
 namespace {
+
+// INGOT_CPU_PROFILE=1: wall time per op type over every top-level run, printed at exit (the CPU
+// counterpart of INGOT_CUDA_PROFILE). Nodes of subgraphs count inside their If/Loop node too.
+class CpuProfile {
+ public:
+  static CpuProfile* active() {
+    static CpuProfile* p = [] {
+      const char* e = std::getenv("INGOT_CPU_PROFILE");
+      return e && *e && std::string(e) != "0" ? new CpuProfile : nullptr;
+    }();
+    return p;
+  }
+  void add(const std::string& op, double ms) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& t = ops_[op];
+    t.first += ms;
+    ++t.second;
+  }
+  void end_run() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++runs_;
+  }
+
+ private:
+  CpuProfile() { std::atexit([] { active()->print(); }); }
+  void print() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (runs_ == 0) return;
+    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(ops_.begin(), ops_.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    double total = 0;
+    for (const auto& r : rows) total += r.second.first;
+    std::fprintf(stderr, "ingot: CPU profile over %lld run(s) (all shapes together):\n", static_cast<long long>(runs_));
+    std::fprintf(stderr, "  %-28s %9s %12s %12s %7s\n", "op", "per run", "ms per run", "us each", "share");
+    for (const auto& [op, t] : rows)
+      std::fprintf(stderr, "  %-28s %9.1f %12.4f %12.2f %6.1f%%\n", op.c_str(), double(t.second) / double(runs_),
+                   t.first / double(runs_), 1000.0 * t.first / double(t.second), 100.0 * t.first / total);
+    std::fprintf(stderr, "  %-28s %9s %12.4f\n", "total", "", total / double(runs_));
+  }
+  std::mutex mu_;
+  std::map<std::string, std::pair<double, int64_t>> ops_;
+  int64_t runs_ = 0;
+};
 
 // Folding limit: bigger constant results are computed at run time instead of stored.
 constexpr int64_t kMaxFoldElements = 1 << 16;
@@ -238,10 +286,18 @@ Expected<std::vector<Tensor>> GraphExecutor::run(const std::vector<Tensor>& inpu
     if (!t) return invalid_model("subgraph '" + graph_.name + "' reads '" + graph_.value(c).name + "', which is not defined");
     env[size_t(c)] = *t;
   }
+  CpuProfile* profile = CpuProfile::active();
   for (size_t pos = 0; pos < order_.size(); ++pos) {
+    auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     INGOT_RETURN_IF_ERROR(run_node(pos, env, outer, plan, arena));
+    if (profile) {
+      const Node& n = graph_.nodes[size_t(order_[pos])];
+      profile->add((n.domain.empty() ? "" : n.domain + ".") + n.op_type,
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
     for (ValueId v : frees_[pos]) env[size_t(v)] = Tensor();
   }
+  if (profile && !outer) profile->end_run();
   std::vector<Tensor> outs;
   for (ValueId o : graph_.outputs) {
     if (!env[size_t(o)].defined()) return internal_error("graph output '" + graph_.value(o).name + "' was not computed");
