@@ -6,6 +6,7 @@
 // the longest remaining suffix of batch dims with one stride per operand becomes one strided
 // batch, and only dims before that suffix are looped over on the host.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -255,8 +256,33 @@ class FusedMatMulKernel : public CudaKernel {
     return size_reason(m, w[1], w[0], 1);
   }
 
-  size_t workspace_bytes(const std::vector<InputMeta>&, const std::vector<OutputMeta>&) const override {
-    return kGemmWorkspaceBytes;
+  // A width N whose rows are not 16-byte multiples (GPT-2's 50257-token LM head: every row of W
+  // and Y starts unaligned) leaves cuBLASLt only its slow unaligned kernels. For a constant W a
+  // copy with rows padded to 16 bytes is kept; the product is written with that padded pitch
+  // into scratch, a bounded number of rows at a time, and copied into Y (one more pass over Y).
+  Status prepare(const CudaPrepareContext& ctx) override {
+    const Tensor* w = ctx.constant(1);
+    if (!w || w->rank() != 2 || w->numel() == 0) return Status::ok();
+    const DType dt = w->dtype();
+    if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) return Status::ok();
+    const int64_t es = int64_t(dtype_size(dt)), K = w->dim(0), N = w->dim(1);
+    if ((N * es) % kRowAlign == 0) return Status::ok();
+    const int64_t np = (N * es + kRowAlign - 1) / kRowAlign * kRowAlign / es;
+    Tensor padded(dt, {K, np});  // zero-filled
+    for (int64_t k = 0; k < K; ++k)
+      std::memcpy(static_cast<std::byte*>(padded.raw()) + k * np * es,
+                  static_cast<const std::byte*>(w->raw()) + k * N * es, size_t(N * es));
+    auto d = ctx.upload(padded);
+    if (!d) return d.status();
+    w_padded_ = *d;
+    return Status::ok();
+  }
+
+  size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>& out) const override {
+    if (!w_padded_.defined() || in.size() < 2 || !in[1].value || out.empty() || out[0].shape.empty())
+      return kGemmWorkspaceBytes;
+    const int64_t n = out[0].shape.back(), m = n ? shape_numel(out[0].shape) / n : 0;
+    return kGemmWorkspaceBytes + size_t(chunk_rows(m) * pitch_bytes());
   }
 
   Status compute(CudaComputeContext& ctx) const override {
@@ -284,7 +310,12 @@ class FusedMatMulKernel : public CudaKernel {
         else d.activation = GemmActivation::kGeluTanh;
         break;
     }
-    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, A.raw(), W.raw(), Y.raw(), ctx.workspace(), ctx.workspace_bytes()));
+    if (w_padded_.defined() && ctx.host_value(1) && w_padded_.dtype() == dt &&
+        ctx.workspace_bytes() >= kGemmWorkspaceBytes + size_t(chunk_rows(M) * pitch_bytes())) {
+      INGOT_RETURN_IF_ERROR(padded_product(ctx, d, A, Y));
+    } else {
+      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, A.raw(), W.raw(), Y.raw(), ctx.workspace(), ctx.workspace_bytes()));
+    }
     if (!gelu_after) return Status::ok();
     return cuda_status(launch_activation_inplace(Y.raw(), Y.numel(), after, dt, ctx.stream()), "FusedMatMul: GELU");
   }
@@ -305,7 +336,33 @@ class FusedMatMulKernel : public CudaKernel {
     return cuda_status(launch_activation_inplace(Y.raw(), Y.numel(), a, dt, ctx.stream()), "FusedMatMul: activation");
   }
 
+  // Rows of the padded product per step: the scratch stays within 64 MiB.
+  int64_t chunk_rows(int64_t m) const {
+    const int64_t rows = std::max<int64_t>(1, (int64_t(64) << 20) / pitch_bytes());
+    return std::max<int64_t>(1, std::min(m, rows));
+  }
+  int64_t pitch_bytes() const { return w_padded_.dim(1) * int64_t(dtype_size(w_padded_.dtype())); }
+
+  // d (m, n, k, bias, epilogue) against the padded weights, through scratch, into Y.
+  Status padded_product(CudaComputeContext& ctx, GemmDesc d, const Tensor& A, Tensor& Y) const {
+    const int64_t M = d.m, N = d.n, K = d.k, es = int64_t(dtype_size(d.dtype));
+    std::byte* scratch = static_cast<std::byte*>(ctx.workspace()) + kGemmWorkspaceBytes;
+    d.ldb = d.ldc = w_padded_.dim(1);
+    for (int64_t r0 = 0; r0 < M; r0 += chunk_rows(M)) {
+      d.m = std::min(chunk_rows(M), M - r0);
+      const void* a = static_cast<const std::byte*>(A.raw()) + r0 * K * es;
+      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a, w_padded_.raw(), scratch, ctx.workspace(), kGemmWorkspaceBytes));
+      INGOT_RETURN_IF_ERROR(cuda_status(cudaMemcpy2DAsync(static_cast<std::byte*>(Y.raw()) + r0 * N * es, size_t(N * es),
+                                                          scratch, size_t(pitch_bytes()), size_t(N * es), size_t(d.m),
+                                                          cudaMemcpyDeviceToDevice, ctx.stream()),
+                                        "FusedMatMul: copy out of the padded product"));
+    }
+    return Status::ok();
+  }
+
+  static constexpr int64_t kRowAlign = 16;
   Act act_ = Act::kNone;
+  Tensor w_padded_;  // device copy of a constant W with rows padded to 16 bytes (when its rows are not)
 };
 
 }  // namespace
