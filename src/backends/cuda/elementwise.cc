@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cuda/broadcast_geometry.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/elementwise_impl.h"
 #include "ir/dispatch.h"
@@ -17,41 +18,7 @@ namespace ew {
 
 bool make_broadcast(const Shape* const* ins, int n, const Shape& out, Broadcast& b) {
   b = Broadcast{};
-  b.numel = 1;
-  const int r = int(out.size());
-  int64_t running[kMaxOperands];  // elements of operand k inside the dims seen so far
-  for (int k = 0; k < n; ++k) running[k] = 1;
-  // Innermost first: dim d merges into the current outermost merged dim when every operand
-  // steps across the boundary contiguously (or broadcasts on both sides).
-  for (int d = r - 1; d >= 0; --d) {
-    const int64_t extent = out[size_t(d)];
-    b.numel *= extent;
-    int64_t stride[kMaxOperands];
-    for (int k = 0; k < n; ++k) {
-      const Shape& s = *ins[k];
-      const int j = d - (r - int(s.size()));
-      const int64_t in_extent = j >= 0 ? s[size_t(j)] : 1;
-      stride[k] = in_extent == 1 ? 0 : running[k];
-      running[k] *= in_extent;
-    }
-    if (extent == 1) continue;
-    bool merge = b.rank > 0;
-    for (int k = 0; k < n && merge; ++k)
-      merge = stride[k] == b.strides[k][b.rank - 1] * b.dims[b.rank - 1];
-    if (merge) {
-      b.dims[b.rank - 1] *= extent;
-      continue;
-    }
-    if (b.rank == kMaxRank) return false;
-    b.dims[b.rank] = extent;
-    for (int k = 0; k < n; ++k) b.strides[k][b.rank] = stride[k];
-    ++b.rank;
-  }
-  if (b.rank == 0) {  // a scalar output
-    b.rank = 1;
-    b.dims[0] = 1;
-  }
-  return true;
+  return merge_broadcast(ins, n, out, b.rank, b.numel, b.dims, b.strides);
 }
 
 }  // namespace ew

@@ -4,50 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/broadcast_geometry.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/elementwise_fused_impl.h"
 #include "ir/elementwise_program.h"
 
 namespace ingot::cuda {
 namespace {
-
-// Output dims innermost first, merged wherever every input steps across the boundary
-// contiguously (or broadcasts on both sides); false when more than kEwMaxRank remain.
-bool make_geometry(const Shape* const* ins, int n, const Shape& out, ewf::FusedLaunch& f) {
-  f.rank = 0;
-  f.numel = 1;
-  const int r = int(out.size());
-  int64_t running[kEwMaxInputs];  // elements of input k inside the dims seen so far
-  for (int k = 0; k < n; ++k) running[k] = 1;
-  for (int d = r - 1; d >= 0; --d) {
-    const int64_t extent = out[size_t(d)];
-    f.numel *= extent;
-    int64_t stride[kEwMaxInputs];
-    for (int k = 0; k < n; ++k) {
-      const Shape& s = *ins[k];
-      const int j = d - (r - int(s.size()));
-      const int64_t in_extent = j >= 0 ? s[size_t(j)] : 1;
-      stride[k] = in_extent == 1 ? 0 : running[k];
-      running[k] *= in_extent;
-    }
-    if (extent == 1) continue;
-    bool merge = f.rank > 0;
-    for (int k = 0; k < n && merge; ++k) merge = stride[k] == f.strides[k][f.rank - 1] * f.dims[f.rank - 1];
-    if (merge) {
-      f.dims[f.rank - 1] *= extent;
-      continue;
-    }
-    if (f.rank == kEwMaxRank) return false;
-    f.dims[f.rank] = extent;
-    for (int k = 0; k < n; ++k) f.strides[k][f.rank] = stride[k];
-    ++f.rank;
-  }
-  if (f.rank == 0) {  // a scalar output
-    f.rank = 1;
-    f.dims[0] = 1;
-  }
-  return true;
-}
 
 class FusedElementwiseKernel : public CudaKernel {
  public:
@@ -89,7 +52,7 @@ class FusedElementwiseKernel : public CudaKernel {
     Tensor& out = ctx.output(0);
     f.out = out.raw();
     f.bool_out = out.dtype() == DType::kBool;
-    if (!make_geometry(shapes, f.num_inputs, out.shape(), f))
+    if (!merge_broadcast(shapes, f.num_inputs, out.shape(), f.rank, f.numel, f.dims, f.strides))
       return internal_error("broadcast of more than " + std::to_string(kEwMaxRank) + " dims");
     INGOT_CUDA_RETURN_IF_ERROR(ewf::launch_fused_elementwise(f, ctx.stream()));
     return Status::ok();

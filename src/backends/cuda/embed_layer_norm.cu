@@ -1,23 +1,16 @@
 // ingot.EmbedLayerNorm on the GPU (see embed_layer_norm_impl.h). The row's sum s is written
 // into Y in the tables' dtype — exactly the rounding the op's contract gives s — so the
 // statistics passes read it back from L1/L2 instead of holding a long row in registers.
-#include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/embed_layer_norm_impl.h"
 
 namespace ingot::cuda {
 namespace {
 
+using norm::round_to;
+using norm::warp_sum;
+
 constexpr int kWarpsPerBlock = 8;
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-template <class T>
-__device__ __forceinline__ float through(float v) {
-  return to_float(from_float<T>(v));
-}
 
 template <class T>
 __global__ void embed_layer_norm_kernel(EmbedArgs a) {
@@ -45,8 +38,8 @@ __global__ void embed_layer_norm_kernel(EmbedArgs a) {
     for (int64_t k = lane; k < a.hidden; k += 32) {
       auto term = [&](int l) { return src[l] ? to_float(src[l][k]) : 0.f; };
       float x = term(0), skip = term(a.x_terms);
-      for (int l = 1; l < a.x_terms; ++l) x = through<T>(x + term(l));
-      for (int l = a.x_terms + 1; l < a.lookups; ++l) skip = through<T>(skip + term(l));
+      for (int l = 1; l < a.x_terms; ++l) x = round_to<T>(x + term(l));
+      for (int l = a.x_terms + 1; l < a.lookups; ++l) skip = round_to<T>(skip + term(l));
       const T s = from_float<T>(x + skip);
       yr[k] = s;
       if (a.sum) static_cast<T*>(a.sum)[r * a.hidden + k] = s;

@@ -1,16 +1,13 @@
 // ingot.Gelu: y = 0.5 x (1 + erf(x / sqrt 2)), or the tanh form
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in float for every storage type.
 // Memory-bound: 16-byte loads and stores over the aligned body, then the < 8 tail elements.
-#include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/norm_impl.h"
 
 namespace ingot::cuda {
 namespace {
 
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
+using norm::Pack;
 
 template <bool kTanh>
 __device__ __forceinline__ float gelu(float x) {

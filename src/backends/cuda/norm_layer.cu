@@ -13,62 +13,13 @@
 // allow it; otherwise element by element.
 #include <algorithm>
 
-#include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/norm_impl.h"
 
 namespace ingot::cuda {
 namespace {
 
-constexpr int kWarpModeThreads = 128;  // 4 rows per block in warp mode
-constexpr int kMaxBlockThreads = 512;  // block mode: <= 128 registers per thread
-constexpr int kBlockElems = 32;        // elements per thread held in registers in block mode
-constexpr int kMaxWarpVecs = 4;        // vectors per lane in warp mode
-
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
-template <class T, int V>
-__device__ __forceinline__ void load_floats(const T* p, float (&out)[V]) {
-  const Pack<T, V> pk = *reinterpret_cast<const Pack<T, V>*>(p);
-#pragma unroll
-  for (int j = 0; j < V; ++j) out[j] = to_float(pk.v[j]);
-}
-
-template <class T, int V>
-__device__ __forceinline__ void store_floats(T* p, const float (&in)[V]) {
-  Pack<T, V> pk;
-#pragma unroll
-  for (int j = 0; j < V; ++j) pk.v[j] = from_float<T>(in[j]);
-  *reinterpret_cast<Pack<T, V>*>(p) = pk;
-}
-
-// v as stored in T and read back: the unfused graph materialises every Add in T.
-template <class T>
-__device__ __forceinline__ float round_to(float v) {
-  return to_float(from_float<T>(v));
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-  // Butterfly: every lane ends with the same bits (a+b == b+a at each level).
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// Sum over the block (blockDim.x a multiple of 32); every thread gets the same result.
-__device__ float block_sum(float v) {
-  __shared__ float partial[32];
-  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
-  v = warp_sum(v);
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  v = lane < int(blockDim.x >> 5) ? partial[lane] : 0.0f;
-  v = warp_sum(v);
-  __syncthreads();  // all reads done before the next call overwrites `partial`
-  return v;
-}
+using namespace norm;
 
 __device__ __forceinline__ void store_stat(void* p, DType dt, int64_t i, float v) {
   if (!p) return;

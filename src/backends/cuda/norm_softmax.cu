@@ -8,67 +8,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/norm_impl.h"
 
 namespace ingot::cuda {
 namespace {
 
-constexpr int kWarpModeThreads = 128;  // 4 rows per block in warp mode
-constexpr int kMaxBlockThreads = 512;  // block mode: <= 128 registers per thread
-constexpr int kBlockElems = 32;        // elements per thread held in registers in block mode
-constexpr int kMaxWarpVecs = 4;        // vectors per lane in warp mode
-
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
-template <class T, int V>
-__device__ __forceinline__ void load_floats(const T* p, float (&out)[V]) {
-  const Pack<T, V> pk = *reinterpret_cast<const Pack<T, V>*>(p);
-#pragma unroll
-  for (int j = 0; j < V; ++j) out[j] = to_float(pk.v[j]);
-}
-
-template <class T, int V>
-__device__ __forceinline__ void store_floats(T* p, const float (&in)[V]) {
-  Pack<T, V> pk;
-#pragma unroll
-  for (int j = 0; j < V; ++j) pk.v[j] = from_float<T>(in[j]);
-  *reinterpret_cast<Pack<T, V>*>(p) = pk;
-}
-
-struct MaxOp {
-  static __device__ float identity() { return -INFINITY; }
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct SumOp {
-  static __device__ float identity() { return 0.0f; }
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-
-template <class Op>
-__device__ __forceinline__ float warp_reduce(float v) {
-  // Butterfly: every lane ends with the same bits (the operations are commutative).
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = Op{}(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-// Reduction over the block (blockDim.x a multiple of 32); every thread gets the same result.
-template <class Op>
-__device__ float block_reduce(float v) {
-  __shared__ float partial[32];
-  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
-  v = warp_reduce<Op>(v);
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  v = lane < int(blockDim.x >> 5) ? partial[lane] : Op::identity();
-  v = warp_reduce<Op>(v);
-  __syncthreads();  // all reads done before the next call overwrites `partial`
-  return v;
-}
+using namespace norm;
 
 template <class Op, bool kWarp>
 __device__ __forceinline__ float row_reduce(float v) {
