@@ -8,6 +8,9 @@
 // Matched: SkipLayerNorm(X, skip, gamma[, beta]) without a bias, where X and skip are each a
 // Gather(table, ids) (axis 0, constant 2-D table) or an Add of two such Gathers, every
 // intermediate read only there, at most three lookups in all, all tables of one dtype and width.
+// A lookup may also be read by Shape nodes (TorchScript's DistilBERT and GPT-2 take the sequence
+// length off the word embeddings, and their position ids depend on it): such a Shape becomes
+// Concat(Shape(ids), [H]), the same value computed without the lookup.
 // The lookups keep the unfused order and grouping (attribute x_terms: how many of them made X),
 // so the sum rounds exactly as before: s = (X terms summed) + (skip terms summed).
 #include <vector>
@@ -23,6 +26,7 @@ constexpr int kMaxLookups = 3;
 struct Lookup {
   int gather = -1;
   ValueId table = kNoValue, ids = kNoValue;
+  std::vector<int> shape_readers;  // plain Shape nodes reading the gathered rows
 };
 
 class FuseEmbedLayerNorm : public Pass {
@@ -65,9 +69,13 @@ class FuseEmbedLayerNorm : public Pass {
       xt.i = x_terms;
       f.attrs.set("epsilon", eps);
       f.attrs.set("x_terms", xt);
+      const int64_t width = first->dim(1);
       ed.remove_node(i);
       for (int a : adds) ed.remove_node(a);
-      for (const Lookup& l : lookups) ed.remove_node(l.gather);
+      for (const Lookup& l : lookups) {
+        for (int sh : l.shape_readers) shape_without_lookup(ed, sh, l.ids, width);
+        ed.remove_node(l.gather);
+      }
       ed.add_node(std::move(f));
       ++rewrites;
     }
@@ -76,18 +84,52 @@ class FuseEmbedLayerNorm : public Pass {
   }
 
  private:
-  // A Gather of a constant [V, H] table along axis 0 whose output only `user` reads. (A lookup
-  // that something else reads, even just its Shape — TorchScript DistilBERT takes the sequence
-  // length off the word embeddings, and its position ids depend on it — stays unfused.)
+  // A Gather of a constant [V, H] table along axis 0 whose output `user` reads once and nothing
+  // else reads but plain Shape nodes (no start/end: their value is then shape(ids) ++ [H]).
   static bool lookup(const GraphEditor& ed, ValueId v, int user, Lookup& out) {
     int g = producer_if(ed, v, "Gather");
-    if (g < 0 || !ed.only_feeds(v, user)) return false;
+    if (g < 0 || ed.is_graph_output(v) || ed.read_by_subgraph(v)) return false;
+    std::vector<int> shape_readers;
+    int user_reads = 0;
+    for (int c : ed.consumers(v)) {
+      const Node& cn = ed.node(c);
+      if (c == user) ++user_reads;
+      else if (is_op(cn, "Shape") && !cn.attrs.has("start") && !cn.attrs.has("end")) shape_readers.push_back(c);
+      else return false;
+    }
+    if (user_reads != 1) return false;
     const Node& gn = ed.node(g);
     if (gn.inputs.size() != 2 || gn.attrs.get_int("axis", 0) != 0) return false;
     const Tensor* t = ed.constant(gn.inputs[0]);
     if (!t || t->rank() != 2 || !dtype_is_float(t->dtype())) return false;
-    out = Lookup{g, gn.inputs[0], gn.inputs[1]};
+    out = Lookup{g, gn.inputs[0], gn.inputs[1], std::move(shape_readers)};
     return true;
+  }
+
+  // Replaces Shape(Gather(table, ids)) by Concat(Shape(ids), [width]), which writes the same value.
+  static void shape_without_lookup(GraphEditor& ed, int shape_node, ValueId ids, int64_t width) {
+    const Node old = ed.node(shape_node);
+    Tensor w(DType::kInt64, {1});
+    w.data<int64_t>()[0] = width;
+    ValueId width_value = ed.add_initializer(old.name + "/embedding_width", std::move(w));
+    ValueId ids_shape = ed.graph().add_value(old.name + "/ids_shape", DType::kInt64);
+    Node sh;
+    sh.name = old.name + "/ids";
+    sh.op_type = "Shape";
+    sh.inputs = {ids};
+    sh.outputs = {ids_shape};
+    Node cat;
+    cat.name = old.name + "/with_width";
+    cat.op_type = "Concat";
+    cat.inputs = {ids_shape, width_value};
+    cat.outputs = old.outputs;
+    Attribute axis;
+    axis.kind = Attribute::Kind::kInt;
+    axis.i = 0;
+    cat.attrs.set("axis", axis);
+    ed.remove_node(shape_node);
+    ed.add_node(std::move(sh));
+    ed.add_node(std::move(cat));
   }
 
   // v is one lookup, or an Add of two, read only by `user`; appends them in operand order.

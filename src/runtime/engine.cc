@@ -237,9 +237,10 @@ Status Engine::make_device_executor(const std::vector<int64_t>& max_bytes) {
     std::map<std::string, Shape> declared;
     for (const IoInfo& io : inputs_) {
       if (!io.shape) return Status::ok();
+      Shape& shape = declared[io.name];  // a scalar input has no dims but still a shape
       for (const Dim& d : *io.shape) {
         if (!d.known()) return Status::ok();
-        declared[io.name].push_back(d.value);
+        shape.push_back(d.value);
       }
     }
     corners.push_back(declared);

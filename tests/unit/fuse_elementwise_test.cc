@@ -173,6 +173,26 @@ TEST(FuseElementwise, MulAddTanhChain) {
   check_bit_identical(mul_add_tanh(), feeds, "fp16");
 }
 
+// The shapes of the GPU test of the same chain, scalar and size-1 broadcasts included, in every
+// precision: the pass must fuse or leave each one, never fail.
+TEST(FuseElementwise, MulAddTanhWithBroadcastInputs) {
+  for (auto [xs, ws] : std::vector<std::pair<Shape, Shape>>{
+           {{3, 5, 8}, {8}}, {{7, 13, 1}, {13, 1}}, {{1}, {}}, {{2, 3, 33, 9}, {3, 1, 9}}}) {
+    Builder b;
+    ValueId x = b.input("x", DType::kFloat32, xs);
+    ValueId w = b.input("w", DType::kFloat32, ws);
+    ValueId y = b.node("Mul", {x, w}, "scaled");
+    y = b.node("Add", {b.scalar("shift", 0.25f), y}, "shifted");
+    b.output(b.node("Tanh", {y}, "y"));
+    std::map<std::string, Tensor> feeds = {{"x", random_tensor(xs, 3, -3, 3)}, {"w", random_tensor(ws, 4)}};
+    for (const char* precision : {"fp32", "fp16", "bf16"}) {
+      SCOPED_TRACE(shape_str(xs) + " * " + shape_str(ws) + " " + precision);
+      Model opt = check_bit_identical(b.m, feeds, precision);
+      EXPECT_EQ(count_ops(opt, "FusedElementwise"), 1);
+    }
+  }
+}
+
 TEST(FuseElementwise, EveryOpMatchesItsNode) {
   // Two DAGs covering every opcode: float math into a Where on comparisons, and bool logic.
   Builder b;

@@ -57,5 +57,60 @@ TEST(FuseEmbedLayerNorm, SharedLookupStaysUnfused) {
   EXPECT_EQ(count_op(**e, "EmbedLayerNorm"), 0);
 }
 
+TEST(FuseEmbedLayerNorm, ShapeOfTheWordLookupIsKept) {
+  // TorchScript's DistilBERT and GPT-2 read the sequence length off the word rows: the lookup
+  // still fuses, and the Shape (here a graph output) keeps its value, [B, S, H].
+  Model m = embedding_model(50, 16, false);
+  ValueId shape = m.graph.intern("word_shape");
+  Node n;
+  n.op_type = "Shape";
+  n.name = "word_shape";
+  n.inputs = {m.graph.find("word_rows")};
+  n.outputs = {shape};
+  m.graph.nodes.insert(m.graph.nodes.begin() + 1, n);
+  m.graph.outputs.push_back(shape);
+  auto e = Engine::from_model(m);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  EXPECT_EQ(count_op(**e, "EmbedLayerNorm"), 1);
+  EXPECT_EQ(count_op(**e, "Gather"), 0);
+  auto feeds = embedding_feeds(3, 7, 50);
+  feeds.erase("type_ids");
+  auto r = (*e)->create_context()->run(feeds);
+  ASSERT_TRUE(r.has_value()) << r.status().message();
+  const Tensor& got = (*r)[1].tensor;
+  ASSERT_EQ(got.numel(), 3);
+  EXPECT_EQ(got.data<int64_t>()[0], 3);
+  EXPECT_EQ(got.data<int64_t>()[1], 7);
+  EXPECT_EQ(got.data<int64_t>()[2], 16);
+}
+
+TEST(FuseEmbedLayerNorm, CastToTheSameDtypeDoesNotBlockIt) {
+  // TorchScript's GPT-2 casts its float32 position rows to float32 before the sum.
+  Model m = embedding_model(50, 16, false);
+  ValueId pos = m.graph.find("pos_rows");
+  ValueId cast = m.graph.intern("pos_rows_f32");
+  Node n;
+  n.op_type = "Cast";
+  n.name = "pos_cast";
+  n.inputs = {pos};
+  n.outputs = {cast};
+  Attribute to;
+  to.kind = Attribute::Kind::kInt;
+  to.i = int64_t(DType::kFloat32);
+  n.attrs.set("to", to);
+  for (Node& node : m.graph.nodes)
+    for (ValueId& v : node.inputs)
+      if (v == pos) v = cast;
+  for (size_t i = 0; i < m.graph.nodes.size(); ++i)
+    if (m.graph.nodes[i].outputs[0] == pos) {
+      m.graph.nodes.insert(m.graph.nodes.begin() + long(i) + 1, n);
+      break;
+    }
+  auto e = Engine::from_model(m);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  EXPECT_EQ(count_op(**e, "EmbedLayerNorm"), 1);
+  EXPECT_EQ(count_op(**e, "Cast"), 0);
+}
+
 }  // namespace
 }  // namespace ingot::testing

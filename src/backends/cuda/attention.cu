@@ -83,12 +83,15 @@ __device__ __forceinline__ float mask_at(const CoreParams& p, int64_t off) {
 // Floor of one layer's core at b32 s128 (12 heads, D 64): 1.6 GFLOP (≈ 3 µs of dense fp16 mma on
 // an H100) and 19 MB of QKV read + 6 MB of context written (≈ 8 µs at 3 TB/s), so it is bound by
 // memory; K/V of a head are re-read by the S/64 query blocks from L2, not HBM. At b1 the floor is
-// the launch and the two dependent K/V tile loads (a few µs). A CTA's shared memory is one K
-// and one V tile (2 × 64 × (D + 8) × 2 bytes, ≤ 34 KB), so several CTAs fit on an SM.
+// the launch and the latency of the K/V tile loads (a few µs).
 //
-// Pipeline per key tile t (K(t) already in shared memory): start loading V(t); S = Q K(t)ᵀ;
-// online softmax; wait V(t), barrier; start loading K(t+1); O += P V(t); wait K(t+1), barrier.
-// Q is first staged through the V buffer and then kept in registers as mma A fragments.
+// Pipeline: two K/V tile buffers in (dynamic) shared memory besides the Q block. Q, K(0), V(0)
+// and K(1), V(1) are all requested before anything is computed, and tile t + 2 is requested
+// as soon as tile t's buffer is free, so at s128 (two tiles) every global load of a CTA is in
+// flight at once: one memory latency per CTA instead of one per tile and operand, which is what
+// bounds the short sequences of BERT-style inference (measured on an H100 at BERT-base b32
+// s128 before this pipeline: 25.6 µs per layer, the loads issued one tile and operand at a time).
+// Shared memory: (16·W + 4·64) rows of D + 8 halves: 46 KB at D 64 and W 4, 87 KB at D 128.
 
 constexpr int kKeyTile = 64;
 
@@ -102,7 +105,10 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool v
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+// Waits until at most one committed group (the most recent) is still in flight.
+__device__ __forceinline__ void cp_async_wait_all_but_last() {
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -181,31 +187,38 @@ __device__ __forceinline__ void load_mask_tile(const CoreParams& p, const int64_
     }
 }
 
+// Shared memory of a CTA of `warps` warps: the Q block and two K/V tile buffers.
+__host__ __device__ constexpr int flash_smem_rows(int warps) { return 16 * warps + 4 * kKeyTile; }
+
 template <class T, int D>
 __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   constexpr int kStride = D + 8;  // (D/8 + 1) 16-byte chunks per row, an odd count: ldmatrix's 8 rows hit 8 distinct bank groups
   constexpr int kKSteps = D / 16, kDTiles = D / 8;
-  __shared__ __align__(16) uint16_t ks[kKeyTile * kStride];
-  __shared__ __align__(16) uint16_t vs[kKeyTile * kStride];  // holds the Q block first
+  constexpr int kTileElems = kKeyTile * kStride;
+  extern __shared__ __align__(16) uint16_t smem[];
 
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, g = lane >> 2, t4 = lane & 3;
   const int rows_per_cta = int(blockDim.x) >> 1;  // 16 per warp
+  uint16_t* qs = smem;
+  uint16_t* kv_buf = smem + rows_per_cta * kStride;  // buffer i: K at 2i, V at 2i + 1 (tiles)
   const int qb = int(blockIdx.x % unsigned(p.qblocks));
   const int bh = int(blockIdx.x / unsigned(p.qblocks)), h = bh % p.H, b = bh / p.H;
   const int q0 = qb * rows_per_cta, S = p.S;
   const uint16_t* base = static_cast<const uint16_t*>(p.qkv) + int64_t(b) * S * p.ld;
   const int qcol = h * D, kcol = p.N + h * D, vcol = 2 * p.N + h * D;
 
-  load_rows<D>(vs, base, p.ld, qcol, q0, rows_per_cta, S);
-  load_rows<D>(ks, base, p.ld, kcol, 0, kKeyTile, S);
+  int tiles = (S + kKeyTile - 1) / kKeyTile;
+  if (p.causal) tiles = min(tiles, (min(q0 + rows_per_cta, S) - 1) / kKeyTile + 1);
+  auto load_tile = [&](int t) {  // K(t) and V(t) into buffer t % 2
+    uint16_t* kbuf = kv_buf + (t & 1) * 2 * kTileElems;
+    load_rows<D>(kbuf, base, p.ld, kcol, t * kKeyTile, kKeyTile, S);
+    load_rows<D>(kbuf + kTileElems, base, p.ld, vcol, t * kKeyTile, kKeyTile, S);
+  };
+  load_rows<D>(qs, base, p.ld, qcol, q0, rows_per_cta, S);
+  load_tile(0);
   cp_async_commit();
-  cp_async_wait_all();
-  __syncthreads();
-  uint32_t qf[kKSteps][4];
-#pragma unroll
-  for (int k = 0; k < kKSteps; ++k)
-    ldmatrix_x4(qf[k], smem_addr(vs + (warp * 16 + (lane & 15)) * kStride + k * 16 + (lane >> 4) * 8));
-  __syncthreads();  // every warp has its Q fragments before V overwrites them
+  if (tiles > 1) load_tile(1);
+  cp_async_commit();  // possibly empty: every iteration waits for all groups but the newest
 
   const int row0 = q0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
   int64_t mask_row[2] = {0, 0};
@@ -218,21 +231,18 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   for (int j = 0; j < kDTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
   float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f};
   bool has_nan[2] = {false, false};
-
-  int tiles = (S + kKeyTile - 1) / kKeyTile;
-  if (p.causal) tiles = min(tiles, (min(q0 + rows_per_cta, S) - 1) / kKeyTile + 1);
+  uint32_t qf[kKSteps][4];
   const int warp_last_row = q0 + warp * 16 + 15;
 
   for (int t = 0; t < tiles; ++t) {
     const int k0 = t * kKeyTile;
-    load_rows<D>(vs, base, p.ld, vcol, k0, kKeyTile, S);
-    cp_async_commit();
+    const uint16_t* ks = kv_buf + (t & 1) * 2 * kTileElems;
+    const uint16_t* vs = ks + kTileElems;
     // Under causal, a tile wholly right of this warp's diagonal would add exactly nothing.
     const bool active = !p.causal || k0 <= warp_last_row;
-    uint32_t pf[kKeyTile / 16][4];  // P as A fragments of the P·V product
+    float s[8][4];
     if (active) {
-      float s[8][4];
-      switch (p.mask_type) {  // issued before the mma so the loads' latency overlaps them
+      switch (p.mask_type) {  // issued before the wait so the loads' latency overlaps it
         case kMaskBool: load_mask_tile<uint8_t>(p, mask_row, k0 + 2 * t4, s); break;
         case kMaskF32: load_mask_tile<float>(p, mask_row, k0 + 2 * t4, s); break;
         case kMaskF16: load_mask_tile<__half>(p, mask_row, k0 + 2 * t4, s); break;
@@ -241,6 +251,15 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
 #pragma unroll
           for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
       }
+    }
+    cp_async_wait_all_but_last();
+    __syncthreads();  // tile t (and, the first time, Q) is in shared memory for every warp
+    if (t == 0) {
+#pragma unroll
+      for (int k = 0; k < kKSteps; ++k)
+        ldmatrix_x4(qf[k], smem_addr(qs + (warp * 16 + (lane & 15)) * kStride + k * 16 + (lane >> 4) * 8));
+    }
+    if (active) {
       float acc[8][4];
 #pragma unroll
       for (int j = 0; j < 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
@@ -285,6 +304,7 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
 #pragma unroll
         for (int j = 0; j < kDTiles; ++j) o[j][2 * r] *= alpha, o[j][2 * r + 1] *= alpha;
       }
+      uint32_t pf[kKeyTile / 16][4];  // P as A fragments of the P·V product
 #pragma unroll
       for (int k = 0; k < kKeyTile / 16; ++k) {
         pf[k][0] = pack2<T>(s[2 * k][0], s[2 * k][1]);
@@ -292,14 +312,6 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
         pf[k][2] = pack2<T>(s[2 * k + 1][0], s[2 * k + 1][1]);
         pf[k][3] = pack2<T>(s[2 * k + 1][2], s[2 * k + 1][3]);
       }
-    }
-    cp_async_wait_all();
-    __syncthreads();  // V(t) is in place and every warp is done reading K(t)
-    if (t + 1 < tiles) {
-      load_rows<D>(ks, base, p.ld, kcol, k0 + kKeyTile, kKeyTile, S);
-      cp_async_commit();
-    }
-    if (active) {
 #pragma unroll
       for (int k = 0; k < kKeyTile / 16; ++k)
 #pragma unroll
@@ -311,8 +323,9 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
           mma16816<T>(o[2 * dp + 1], pf[k], vb[2], vb[3]);
         }
     }
-    cp_async_wait_all();
-    __syncthreads();  // K(t+1) is in place and every warp is done reading V(t)
+    __syncthreads();  // every warp is done with buffer t % 2
+    if (t + 2 < tiles) load_tile(t + 2);
+    cp_async_commit();
   }
 
   T* out = static_cast<T*>(p.context);
@@ -429,18 +442,29 @@ int mask_type_of(const AttentionCoreArgs& a) {
   }
 }
 
+// Launches flash_kernel<T, D> with its dynamic shared memory; the first launch of each
+// instantiation raises the kernel's limit to the largest block's need (above the 48 KB default
+// at D 128; a function attribute, not a stream operation, so also fine during graph capture).
+template <class T, int D>
+cudaError_t launch_flash_d(const CoreParams& p, int warps, unsigned grid, cudaStream_t stream) {
+  static const cudaError_t raised = cudaFuncSetAttribute(
+      flash_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, flash_smem_rows(4) * (D + 8) * 2);
+  if (raised != cudaSuccess) return raised;
+  const size_t smem = size_t(flash_smem_rows(warps)) * (D + 8) * 2;
+  flash_kernel<T, D><<<grid, unsigned(32 * warps), smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
 template <class T>
 cudaError_t launch_flash(const CoreParams& p, int64_t D, int warps, unsigned grid, cudaStream_t stream) {
-  const dim3 block(unsigned(32 * warps));
   switch (D) {
-    case 32: flash_kernel<T, 32><<<grid, block, 0, stream>>>(p); break;
-    case 64: flash_kernel<T, 64><<<grid, block, 0, stream>>>(p); break;
-    case 80: flash_kernel<T, 80><<<grid, block, 0, stream>>>(p); break;
-    case 96: flash_kernel<T, 96><<<grid, block, 0, stream>>>(p); break;
-    case 128: flash_kernel<T, 128><<<grid, block, 0, stream>>>(p); break;
+    case 32: return launch_flash_d<T, 32>(p, warps, grid, stream);
+    case 64: return launch_flash_d<T, 64>(p, warps, grid, stream);
+    case 80: return launch_flash_d<T, 80>(p, warps, grid, stream);
+    case 96: return launch_flash_d<T, 96>(p, warps, grid, stream);
+    case 128: return launch_flash_d<T, 128>(p, warps, grid, stream);
     default: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 bool flash_head_dim(int64_t D) { return D == 32 || D == 64 || D == 80 || D == 96 || D == 128; }

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Per-kernel GPU times of one ingot engine run, through Nsight Compute (ncu): where the time of a
+model goes below the op level (cuBLASLt's tile shapes, cuDNN's algorithms, each of ingot's own
+kernels), which INGOT_CUDA_PROFILE=1 (op level) cannot show.
+
+Runs on the GPU machine:
+  python3 bench/gpu_kernels.py --ingot DIR/ingot ENGINE --shapes input_ids:1x128,attention_mask:1x128
+
+It runs `ingot bench ENGINE --no-cuda-graph` for a few iterations under
+`ncu --metrics gpu__time_duration.sum --cache-control none --clock-control none` (kernels run one
+at a time, caches as the program left them, clocks untouched), finds the last complete run in the
+launch sequence (the sequence repeats once per run; plan-time autotuning launches come before),
+and prints that run's kernels in launch order and summed by kernel name. Kernel times exclude
+launch gaps, so their sum is below the CUDA-graph time that bench reports.
+"""
+import argparse
+import collections
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+
+
+def find_ncu():
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for root in ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute"):
+        for dirpath, _, files in os.walk(root):
+            if "ncu" in files:
+                return os.path.join(dirpath, "ncu")
+    return None
+
+
+def short_name(name, width):
+    # Template arguments make cuBLASLt/cuDNN names hundreds of characters long; the head and
+    # the first template arguments are what tell kernels apart.
+    name = name.replace("void ", "", 1)
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def last_run(names):
+    """The launches of one run: the smallest p > 3 whose last 3p launches repeat with period p
+    (a run that ends in a few identical kernels must not pass for a run of its own)."""
+    n = len(names)
+    for p in range(4, n // 3 + 1):
+        if names[n - p:] == names[n - 2 * p:n - p] == names[n - 3 * p:n - 2 * p]:
+            return p
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("engine")
+    ap.add_argument("--shapes", required=True)
+    ap.add_argument("--ingot", required=True, help="the ingot binary or wrapper")
+    ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--width", type=int, default=110, help="kernel name column width")
+    ap.add_argument("--top", type=int, default=25, help="rows of the by-name summary")
+    ap.add_argument("--sequence", action="store_true", help="also print the run's kernels in launch order")
+    args = ap.parse_args()
+
+    ncu = find_ncu()
+    if not ncu:
+        sys.exit("gpu_kernels.py: error: ncu (Nsight Compute) is not installed here")
+    cmd = [ncu, "--metrics", "gpu__time_duration.sum", "--cache-control", "none", "--clock-control", "none",
+           "--csv", "--print-units", "base", "--target-processes", "all",
+           args.ingot, "bench", args.engine, "--shapes", args.shapes, "--no-cuda-graph",
+           "--iterations", str(args.iterations), "--duration", "0", "--warmup-ms", "0"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    text = p.stdout
+    start = text.find('"ID"')
+    if p.returncode != 0 or start < 0:
+        sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
+        sys.exit(f"gpu_kernels.py: error: ncu exited {p.returncode} without a kernel table")
+    rows = [r for r in csv.DictReader(io.StringIO(text[start:])) if r.get("Metric Name") == "gpu__time_duration.sum"]
+    kernels = []
+    for r in rows:
+        v = float(r["Metric Value"].replace(",", ""))
+        unit = r.get("Metric Unit", "nsecond")
+        us = v / 1000.0 if unit in ("nsecond", "ns") else v * 1000.0 if unit in ("msecond", "ms") else v
+        kernels.append((r["Kernel Name"], us, r.get("Grid Size", ""), r.get("Block Size", "")))
+    names = [k[0] for k in kernels]
+    period = last_run(names)
+    run = kernels[-period:]
+    total = sum(k[1] for k in run)
+    print(f"== {os.path.basename(os.path.dirname(os.path.abspath(args.engine)))} {args.shapes}: "
+          f"{period} kernels per run, {total:.1f} us of kernel time (no launch gaps)")
+    by = collections.OrderedDict()
+    for name, us, grid, _ in run:
+        e = by.setdefault(name, [0, 0.0, grid])
+        e[0] += 1
+        e[1] += us
+    print(f"  {'count':>5} {'us total':>9} {'us each':>8} {'share':>6}  kernel")
+    for name, (count, us, grid) in sorted(by.items(), key=lambda kv: -kv[1][1])[: args.top]:
+        print(f"  {count:5d} {us:9.1f} {us / count:8.2f} {100 * us / total:5.1f}%  {short_name(name, args.width)} [{grid}]")
+    if args.sequence:
+        print("  launch order:")
+        for i, (name, us, grid, block) in enumerate(run):
+            print(f"  {i:4d} {us:9.2f} us  grid {grid:>14} block {block:>12}  {short_name(name, args.width)}")
+
+
+if __name__ == "__main__":
+    main()
