@@ -8,11 +8,20 @@
 // The fused node takes over the ValueId of the last node it replaces (graph outputs keep their
 // names) and every intermediate it swallows must feed only the next node of the chain.
 //
-// Then layouts: a FusedConv output read only by FusedConvs (as X or Z) becomes channels-last
-// (shape [N, H, W, C], the *_channels_last attributes), so a chain of convolutions (a ResNet
-// body) runs in the layout oneDNN's brgemm convolutions want instead of converting every
-// activation from and back to NCHW around every convolution.
+// Then layouts: a FusedConv output becomes channels-last (shape [N, spatial..., C]) when every
+// reader accepts that layout, so a chain of convolutions (a ResNet body) runs in the layout
+// oneDNN's brgemm convolutions and cuDNN's tensor-core kernels want instead of converting every
+// activation from and back to NCHW around every convolution. Readers that accept it:
+//   - a FusedConv as X or Z (attributes x_channels_last / z_channels_last; the producer gets
+//     y_channels_last);
+//   - a MaxPool / AveragePool without an Indices output, which then runs channels-last on both
+//     sides (attribute channels_last) when its own output's readers accept it in turn: ResNet's
+//     stem conv -> MaxPool -> convs stays channels-last throughout;
+//   - a GlobalAveragePool / GlobalMaxPool (attribute x_channels_last; its [N, C, 1, ...] output
+//     is the same either way): ResNet's head.
+// Never a graph output or a value a subgraph reads: their layout is the model's contract.
 #include <limits>
+#include <optional>
 
 #include "passes/match.h"
 #include "passes/pass.h"
@@ -112,40 +121,81 @@ class FuseConvActivation : public Pass {
     return ma.known && mb.known && ma.dtype == mb.dtype && ma.shape == mb.shape;
   }
 
-  // Marks FusedConv -> FusedConv edges channels-last; returns how many outputs it changed.
+  // Makes FusedConv outputs channels-last where every reader accepts it; returns how many values
+  // changed layout (conv outputs and the outputs of the pools they pass through).
   static int channels_last_edges(Graph& g) {
     GraphEditor ed(g);
     int changed = 0;
     for (int i = 0; i < ed.num_nodes(); ++i) {
-      const Node& f = ed.node(i);
+      Node& f = ed.node(i);
       if (!is_op(f, "FusedConv", "ingot") || f.outputs.size() != 1 || f.attrs.get_int("y_channels_last", 0)) continue;
-      ValueId v = f.outputs[0];
-      if (v == kNoValue || ed.is_graph_output(v) || ed.read_by_subgraph(v)) continue;
-      const auto& readers = ed.consumers(v);
-      bool ok = !readers.empty();
-      for (int c : readers) {
-        const Node& n = ed.node(c);
-        if (!is_op(n, "FusedConv", "ingot")) ok = false;
-        for (size_t k = 0; ok && k < n.inputs.size(); ++k)
-          if (n.inputs[k] == v && k != 0 && k != 3) ok = false;
-      }
-      if (!ok) continue;
-      ed.node(i).attrs.set("y_channels_last", int_attr(1));
-      for (int c : readers) {
-        Node& n = ed.node(c);
-        if (n.inputs[0] == v) n.attrs.set("x_channels_last", int_attr(1));
-        if (n.inputs.size() > 3 && n.inputs[3] == v) n.attrs.set("z_channels_last", int_attr(1));
-      }
-      // A declared shape must describe the new layout: [N, C, spatial...] -> [N, spatial..., C].
-      auto& decl = g.value(v).shape;
-      if (decl && decl->size() >= 3) {
-        Dim c = (*decl)[1];
-        decl->erase(decl->begin() + 1);
-        decl->push_back(c);
-      }
-      ++changed;
+      if (!readers_accept_channels_last(ed, f.outputs[0])) continue;
+      f.attrs.set("y_channels_last", int_attr(1));
+      changed += make_channels_last(ed, f.outputs[0]);
     }
     return changed;
+  }
+
+  static bool is_global_pool(const Node& n) { return is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool"); }
+
+  // MaxPool / AveragePool whose only output is Y (the Indices layout is defined on NCHW).
+  static bool is_window_pool(const Node& n) {
+    if (!is_op(n, "MaxPool") && !is_op(n, "AveragePool")) return false;
+    return n.inputs.size() == 1 && !n.outputs.empty() && n.outputs[0] != kNoValue &&
+           (n.outputs.size() == 1 || (n.outputs.size() == 2 && n.outputs[1] == kNoValue));
+  }
+
+  static bool readers_accept_channels_last(const GraphEditor& ed, ValueId v) {
+    if (v == kNoValue || ed.is_graph_output(v) || ed.read_by_subgraph(v)) return false;
+    const auto& readers = ed.consumers(v);
+    if (readers.empty()) return false;
+    for (int c : readers)
+      if (!accepts_channels_last(ed, ed.node(c), v)) return false;
+    return true;
+  }
+
+  // Whether `n` can read v channels-last at every input it reads v at (a window pool only if
+  // its own output can then be channels-last too).
+  static bool accepts_channels_last(const GraphEditor& ed, const Node& n, ValueId v) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] != v) continue;
+      if (is_op(n, "FusedConv", "ingot")) {
+        if (k != 0 && k != 3) return false;
+      } else if (k != 0) {
+        return false;
+      } else if (!is_global_pool(n) && !(is_window_pool(n) && readers_accept_channels_last(ed, n.outputs[0]))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Stores v channels-last: its declared shape and its readers' attributes follow, and a
+  // window pool reading it passes the layout on to its own output. Returns the values changed.
+  static int make_channels_last(GraphEditor& ed, ValueId v) {
+    to_channels_last(ed.graph().value(v).shape);
+    int changed = 1;
+    for (int c : ed.consumers(v)) {
+      Node& n = ed.node(c);
+      if (is_op(n, "FusedConv", "ingot")) {
+        if (n.inputs[0] == v) n.attrs.set("x_channels_last", int_attr(1));
+        if (n.inputs.size() > 3 && n.inputs[3] == v) n.attrs.set("z_channels_last", int_attr(1));
+      } else if (is_global_pool(n)) {
+        n.attrs.set("x_channels_last", int_attr(1));
+      } else {
+        n.attrs.set("channels_last", int_attr(1));
+        changed += make_channels_last(ed, n.outputs[0]);
+      }
+    }
+    return changed;
+  }
+
+  // A declared shape must describe the new layout: [N, C, spatial...] -> [N, spatial..., C].
+  static void to_channels_last(std::optional<SymShape>& decl) {
+    if (!decl || decl->size() < 3) return;
+    Dim c = (*decl)[1];
+    decl->erase(decl->begin() + 1);
+    decl->push_back(c);
   }
 
   static bool fuse(GraphEditor& ed, int conv_idx, const std::vector<ValueMeta>* metas, int64_t opset) {

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "../ops/op_test_util.h"
+#include "passes/pass.h"
 #include "runtime/engine.h"
 
 namespace ingot {
@@ -373,7 +375,9 @@ TEST(FusedConvKernel, RejectsBadInputs) {
   plain.optimize = false;
   // Static shapes: the engine may reject it while building, else the run fails.
   auto e = Engine::from_model(b.m, plain);
-  if (e) EXPECT_FALSE((*e)->create_context()->run({{"x", random_tensor({1, 3, 5, 5}, 91)}}).has_value());
+  if (e) {
+    EXPECT_FALSE((*e)->create_context()->run({{"x", random_tensor({1, 3, 5, 5}, 91)}}).has_value());
+  }
 
   Builder b2;
   b2.m.opsets["ingot"] = 1;
@@ -386,8 +390,286 @@ TEST(FusedConvKernel, RejectsBadInputs) {
   EXPECT_FALSE(Engine::from_model(b2.m, plain).has_value());
 }
 
+// ---------------------------------------------------------------------------------------------
+// Channels-last through pools
+
+Attributes pool_attrs(std::vector<int64_t> k, std::vector<int64_t> strides, std::vector<int64_t> pads,
+                      bool ceil = false) {
+  Attributes a;
+  a.set("kernel_shape", ints_attr(std::move(k)));
+  a.set("strides", ints_attr(std::move(strides)));
+  a.set("pads", ints_attr(std::move(pads)));
+  if (ceil) a.set("ceil_mode", int_attr(1));
+  return a;
+}
+
+// Runs the model with fuse_conv_activation disabled and enabled (every other pass on in both)
+// on the same feeds: the optimized engine and the max abs difference over all outputs.
+Compared compare_without_layout_pass(const Model& m, const std::map<std::string, Tensor>& feeds) {
+  Compared r;
+  EngineOptions off;
+  off.disabled_passes = {"fuse_conv_activation"};
+  auto e0 = Engine::from_model(m, off);
+  auto e1 = Engine::from_model(m);
+  EXPECT_TRUE(e0.has_value()) << e0.status().message();
+  EXPECT_TRUE(e1.has_value()) << e1.status().message();
+  if (!e0 || !e1) return r;
+  r.opt = *e1;
+  for (const Node& n : (*e1)->model().graph.nodes) r.ops[(n.domain.empty() ? "" : n.domain + ".") + n.op_type]++;
+  auto o0 = (*e0)->create_context()->run(feeds);
+  auto o1 = (*e1)->create_context()->run(feeds);
+  EXPECT_TRUE(o0.has_value()) << o0.status().message();
+  EXPECT_TRUE(o1.has_value()) << o1.status().message();
+  if (!o0 || !o1) return r;
+  r.diff = 0;
+  for (size_t i = 0; i < o0->size(); ++i) {
+    const Tensor &a = (*o0)[i].tensor, &b = (*o1)[i].tensor;
+    EXPECT_EQ(a.dtype(), b.dtype());
+    EXPECT_EQ(a.shape(), b.shape());
+    if (a.dtype() != b.dtype() || a.shape() != b.shape()) return r;
+    for (int64_t k = 0; k < a.numel(); ++k)
+      r.diff = std::max(r.diff, std::fabs(a.scalar_as_double(k) - b.scalar_as_double(k)));
+  }
+  return r;
+}
+
+// The optimized graph's node called `name` (the builder names nodes <Op><index>; a FusedConv
+// keeps its Conv's name).
+const Node* node_named(const Engine& e, const std::string& name) {
+  for (const Node& n : e.model().graph.nodes)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+int64_t attr(const Node* n, const char* name) { return n ? n->attrs.get_int(name, 0) : -1; }
+
+// A weight for a conv from c to k channels with a kernel of `spatial` dims of size ks.
+Tensor conv_weight(int64_t k, int64_t c, size_t spatial, int64_t ks, uint32_t seed) {
+  Shape s = {k, c};
+  for (size_t i = 0; i < spatial; ++i) s.push_back(ks);
+  return random_tensor(s, seed, -0.3f, 0.3f);
+}
+
+TEST(FuseConvActivation, ChannelsLastThroughMaxPool) {
+  // ResNet's stem: conv 7x7/2 + relu -> MaxPool 3x3/2 -> a 1x1 conv (the downsample) and a 3x3
+  // conv whose sum goes through relu to the output. The downsample, visited first, absorbs the
+  // Add and the Relu, so the 3x3 conv's output becomes its residual Z.
+  Builder b;
+  ValueId x = b.input("x", {2, 3, 20, 20});
+  ValueId stem = b.node("Relu", {b.node("Conv", {x, b.init("w1", conv_weight(8, 3, 2, 7, 100))}, conv_attrs(1, 2, 3))});
+  ValueId pool = b.node("MaxPool", {stem}, pool_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}));
+  ValueId down = b.node("Conv", {pool, b.init("w2", conv_weight(12, 8, 2, 1, 101))}, conv_attrs(1, 1, 0));
+  ValueId body = b.node("Conv", {pool, b.init("w3", conv_weight(12, 8, 2, 3, 102))}, conv_attrs());
+  b.output(b.node("Relu", {b.node("Add", {body, down})}));
+  auto r = compare_without_layout_pass(b.m, {{"x", random_tensor({2, 3, 20, 20}, 103)}});
+  ASSERT_TRUE(r.opt);
+  EXPECT_EQ(r.ops["ingot.FusedConv"], 3);
+  const Node* mp = find_op(*r.opt, "MaxPool");
+  EXPECT_EQ(attr(mp, "channels_last"), 1);
+  EXPECT_EQ(attr(node_named(*r.opt, "Conv0"), "y_channels_last"), 1);  // the stem
+  EXPECT_EQ(attr(node_named(*r.opt, "Conv3"), "x_channels_last"), 1);  // the downsample
+  EXPECT_EQ(attr(node_named(*r.opt, "Conv3"), "z_channels_last"), 1);
+  EXPECT_EQ(attr(node_named(*r.opt, "Conv3"), "y_channels_last"), 0);  // a graph output
+  EXPECT_EQ(attr(node_named(*r.opt, "Conv4"), "x_channels_last"), 1);  // the 3x3 conv
+  EXPECT_EQ(attr(node_named(*r.opt, "Conv4"), "y_channels_last"), 1);  // read as Z
+  EXPECT_LE(r.diff, 1e-5);
+
+  // The pass counts 3 fusions and 3 values that changed layout (the stem's, the pool's and the
+  // 3x3 conv's outputs).
+  Model m = b.m;
+  OptimizeOptions oo;
+  auto reports = optimize(m, oo);
+  ASSERT_TRUE(reports.has_value()) << reports.status().message();
+  int rewrites = -1;
+  for (const PassReport& rep : *reports)
+    if (rep.name == "fuse_conv_activation") rewrites = rep.rewrites;
+  EXPECT_EQ(rewrites, 6);
+}
+
+TEST(FuseConvActivation, ChannelsLastThroughPoolChain) {
+  // conv -> AveragePool -> MaxPool -> conv: both pools pass the layout on.
+  Builder b;
+  ValueId x = b.input("x", {1, 5, 12, 12});
+  ValueId c1 = b.node("Conv", {x, b.init("w1", conv_weight(6, 5, 2, 3, 110))}, conv_attrs());
+  ValueId ap = b.node("AveragePool", {c1}, pool_attrs({2, 2}, {1, 1}, {0, 0, 1, 1}));
+  ValueId mp = b.node("MaxPool", {ap}, pool_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}));
+  b.output(b.node("Conv", {mp, b.init("w2", conv_weight(4, 6, 2, 3, 111))}, conv_attrs()));
+  auto r = compare_without_layout_pass(b.m, {{"x", random_tensor({1, 5, 12, 12}, 112)}});
+  ASSERT_TRUE(r.opt);
+  EXPECT_EQ(attr(find_op(*r.opt, "AveragePool"), "channels_last"), 1);
+  EXPECT_EQ(attr(find_op(*r.opt, "MaxPool"), "channels_last"), 1);
+  EXPECT_EQ(attr(node_named(*r.opt, "Conv3"), "x_channels_last"), 1);
+  EXPECT_LE(r.diff, 1e-5);
+}
+
+TEST(FuseConvActivation, ChannelsLastIntoGlobalPools) {
+  // The classifier head: conv + relu -> GlobalAveragePool / GlobalMaxPool -> Flatten -> Gemm.
+  for (const char* gp : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    SCOPED_TRACE(gp);
+    Builder b;
+    ValueId x = b.input("x", {3, 4, 7, 6});
+    ValueId c = b.node("Relu", {b.node("Conv", {x, b.init("w", conv_weight(10, 4, 2, 3, 120))}, conv_attrs())});
+    ValueId flat = b.node("Flatten", {b.node(gp, {c})});
+    Attributes gemm;
+    gemm.set("transB", int_attr(1));
+    b.output(b.node("Gemm", {flat, b.init("fc", random_tensor({5, 10}, 121)), b.init("fcb", random_tensor({5}, 122))},
+                    gemm));
+    auto r = compare_without_layout_pass(b.m, {{"x", random_tensor({3, 4, 7, 6}, 123)}});
+    ASSERT_TRUE(r.opt);
+    EXPECT_EQ(attr(find_op(*r.opt, gp), "x_channels_last"), 1);
+    EXPECT_EQ(attr(find_op(*r.opt, "FusedConv"), "y_channels_last"), 1);
+    EXPECT_LE(r.diff, 1e-5);
+  }
+}
+
+TEST(FuseConvActivation, PoolStaysNchwUnlessEveryReaderAccepts) {
+  struct Case {
+    std::string what;
+    // Adds what reads the MaxPool output `p` (and maybe the conv output `c`).
+    std::function<void(Builder&, ValueId c, ValueId p)> readers;
+  };
+  auto conv2 = [](Builder& b, ValueId in) {
+    return b.node("Conv", {in, b.init("w2", conv_weight(4, 6, 2, 3, 131))}, conv_attrs());
+  };
+  std::vector<Case> cases = {
+      {"pool output is a graph output", [](Builder& b, ValueId, ValueId p) { b.output(p); }},
+      {"pool read by Sigmoid", [](Builder& b, ValueId, ValueId p) { b.output(b.node("Sigmoid", {p})); }},
+      {"pool read by a conv and by Sigmoid",
+       [&](Builder& b, ValueId, ValueId p) {
+         b.output(conv2(b, p));
+         b.output(b.node("Sigmoid", {p}));
+       }},
+      {"conv output also read by Sigmoid",
+       [&](Builder& b, ValueId c, ValueId p) {
+         b.output(conv2(b, p));
+         b.output(b.node("Sigmoid", {c}));
+       }},
+      {"pool read by a conv and by a pool that feeds Sigmoid",
+       [&](Builder& b, ValueId, ValueId p) {
+         b.output(conv2(b, p));
+         b.output(b.node("Sigmoid", {b.node("MaxPool", {p}, pool_attrs({2, 2}, {1, 1}, {0, 0, 0, 0}))}));
+       }},
+  };
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.what);
+    Builder b;
+    ValueId x = b.input("x", {1, 3, 9, 9});
+    ValueId c = b.node("Conv", {x, b.init("w1", conv_weight(6, 3, 2, 3, 130))}, conv_attrs());
+    ValueId p = b.node("MaxPool", {c}, pool_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}));
+    cs.readers(b, c, p);
+    auto r = compare_without_layout_pass(b.m, {{"x", random_tensor({1, 3, 9, 9}, 132)}});
+    ASSERT_TRUE(r.opt);
+    const Node* pool = node_named(*r.opt, "MaxPool1");
+    ASSERT_NE(pool, nullptr);
+    EXPECT_EQ(attr(pool, "channels_last"), 0);
+    EXPECT_EQ(attr(node_named(*r.opt, "Conv0"), "y_channels_last"), 0);
+    EXPECT_LE(r.diff, 1e-5);
+  }
+}
+
+TEST(FuseConvActivation, MaxPoolWithIndicesStaysNchw) {
+  Builder b;
+  ValueId x = b.input("x", {1, 3, 8, 8});
+  ValueId c = b.node("Conv", {x, b.init("w1", conv_weight(6, 3, 2, 3, 140))}, conv_attrs());
+  ValueId p = b.node("MaxPool", {c}, pool_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}));
+  ValueId idx = b.g().intern("indices");
+  b.g().nodes.back().outputs.push_back(idx);
+  b.output(b.node("Conv", {p, b.init("w2", conv_weight(4, 6, 2, 3, 141))}, conv_attrs()));
+  b.output(idx);
+  auto r = compare_without_layout_pass(b.m, {{"x", random_tensor({1, 3, 8, 8}, 142)}});
+  ASSERT_TRUE(r.opt);
+  EXPECT_EQ(attr(find_op(*r.opt, "MaxPool"), "channels_last"), 0);
+  EXPECT_LE(r.diff, 1e-5);
+}
+
+// conv -> pool -> conv and conv -> pool -> global pool on odd shapes: the channels-last kernels
+// (oneDNN nwc/nhwc/ndhwc pooling, the reference loop for dilations, the global pools) give what
+// the NCHW ones give.
+TEST(FuseConvActivation, ChannelsLastPoolsMatchNchw) {
+  struct Case {
+    std::string what, op;
+    Shape x;  // NCHW input of the first conv
+    Attributes pool;
+  };
+  auto avg = [](Attributes a, int include) {
+    a.set("count_include_pad", int_attr(include));
+    return a;
+  };
+  Attributes dil = pool_attrs({3, 3}, {1, 1}, {2, 2, 2, 2});
+  dil.set("dilations", ints_attr({2, 2}));
+  Attributes same;
+  same.set("kernel_shape", ints_attr({3, 3}));
+  same.set("strides", ints_attr({2, 2}));
+  same.set("auto_pad", string_attr("SAME_UPPER"));
+  std::vector<Case> cases = {
+      {"3x3/2 p1 C=5", "MaxPool", {2, 3, 15, 13}, pool_attrs({3, 3}, {2, 2}, {1, 1, 1, 1})},
+      {"ceil_mode uneven pads C=7", "MaxPool", {1, 4, 12, 10}, pool_attrs({2, 3}, {2, 2}, {1, 0, 1, 2}, true)},
+      {"dilation 2 C=5", "MaxPool", {2, 3, 11, 9}, dil},
+      {"auto_pad SAME_UPPER C=5", "MaxPool", {1, 3, 10, 9}, same},
+      {"3x3/2 p1 exclude pad C=7", "AveragePool", {2, 4, 13, 11}, avg(pool_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}), 0)},
+      {"3x3/2 p1 include pad C=7", "AveragePool", {2, 4, 13, 11}, avg(pool_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}), 1)},
+      {"ceil_mode include pad C=5", "AveragePool", {1, 3, 10, 9},
+       avg(pool_attrs({3, 2}, {2, 2}, {1, 0, 0, 1}, true), 1)},
+      {"ceil_mode exclude pad C=5", "AveragePool", {1, 3, 10, 9},
+       avg(pool_attrs({3, 2}, {2, 2}, {1, 0, 0, 1}, true), 0)},
+      {"dilation 2 include pad C=7", "AveragePool", {2, 4, 9, 9}, avg(dil, 1)},
+      {"1-D C=5", "MaxPool", {2, 3, 17}, pool_attrs({4}, {3}, {1, 2})},
+      {"1-D include pad C=5", "AveragePool", {2, 3, 19}, avg(pool_attrs({5}, {2}, {2, 2}), 1)},
+      {"3-D C=5", "MaxPool", {1, 2, 5, 6, 7}, pool_attrs({2, 2, 3}, {2, 2, 2}, {0, 1, 1, 0, 0, 1})},
+  };
+  uint32_t seed = 150;
+  for (const Case& cs : cases) {
+    for (const char* head : {"Conv", "GlobalAveragePool", "GlobalMaxPool"}) {
+      SCOPED_TRACE(cs.op + " " + cs.what + " -> " + head);
+      const size_t nd = cs.x.size() - 2;
+      const int64_t c = cs.x[1] == 4 ? 7 : 5;
+      Attributes ca;
+      ca.set("pads", ints_attr(std::vector<int64_t>(2 * nd, 1)));
+      Builder b;
+      ValueId x = b.input("x", cs.x);
+      ValueId c1 = b.node("Relu", {b.node("Conv", {x, b.init("w1", conv_weight(c, cs.x[1], nd, 3, seed))}, ca)});
+      ValueId p = b.node(cs.op, {c1}, cs.pool);
+      if (std::string(head) == "Conv")
+        b.output(b.node("Conv", {p, b.init("w2", conv_weight(3, c, nd, 3, seed + 1))}, ca));
+      else
+        b.output(b.node(head, {p}));
+      auto r = compare_without_layout_pass(b.m, {{"x", random_tensor(cs.x, seed + 2, -2.f, 2.f)}});
+      seed += 3;
+      ASSERT_TRUE(r.opt);
+      EXPECT_EQ(attr(find_op(*r.opt, cs.op), "channels_last"), 1);
+      EXPECT_LE(r.diff, 1e-5);
+    }
+  }
+}
+
+TEST(PoolKernel, ChannelsLastRefusesIndices) {
+  Builder b;
+  ValueId x = b.input("x", {1, 4, 4, 3});
+  Attributes a = pool_attrs({2, 2}, {2, 2}, {0, 0, 0, 0});
+  a.set("channels_last", int_attr(1));
+  ValueId y = b.node("MaxPool", {x}, a);
+  ValueId idx = b.g().intern("indices");
+  b.g().nodes.back().outputs.push_back(idx);
+  b.output(y);
+  b.output(idx);
+  EngineOptions plain;
+  plain.optimize = false;
+  auto e = Engine::from_model(b.m, plain);
+  std::string msg;
+  if (!e) {
+    msg = e.status().message();
+  } else {
+    auto out = (*e)->create_context()->run({{"x", random_tensor({1, 4, 4, 3}, 160)}});
+    ASSERT_FALSE(out.has_value());
+    msg = out.status().message();
+  }
+  EXPECT_NE(msg.find("Indices"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
 // Every Conv of the CNN fixtures becomes a FusedConv (the outputs are checked against PyTorch
-// by the ModelFixture tests, which run with the optimizer on).
+// by the ModelFixture tests, which run with the optimizer on), and ResNet's pools run
+// channels-last.
 TEST(FuseConvFixtures, EveryConvFused) {
   namespace fs = std::filesystem;
   for (const char* model : {"resnet18", "mobilenetv3"}) {
@@ -410,6 +692,20 @@ TEST(FuseConvFixtures, EveryConvFused) {
       EXPECT_GT(convs, 0);
       EXPECT_EQ(fused, convs);
       EXPECT_EQ(left, 0);
+      // ResNet's stem MaxPool and head GlobalAveragePool (the dynamo export has a ReduceMean
+      // instead) stay in the channels-last chain.
+      if (std::string(model) != "resnet18") continue;
+      int max_pools = 0;
+      for (const Node& n : (*e1)->model().graph.nodes) {
+        if (n.op_type == "MaxPool") {
+          ++max_pools;
+          EXPECT_EQ(n.attrs.get_int("channels_last", 0), 1);
+        }
+        if (n.op_type == "GlobalAveragePool") {
+          EXPECT_EQ(n.attrs.get_int("x_channels_last", 0), 1);
+        }
+      }
+      EXPECT_EQ(max_pools, 1);
     }
   }
 }

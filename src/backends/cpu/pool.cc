@@ -3,8 +3,16 @@
 // variants. Own loops, parallel over (N, C) planes; any number of spatial dims. float32
 // MaxPool (no Indices, no dilation) and AveragePool (no dilation) with 1-3 spatial dims run
 // oneDNN's pooling primitive instead; the loop stays the reference for everything else.
+//
+// Layouts: MaxPool / AveragePool / LpPool with the attribute `channels_last` = 1 (set by
+// fuse_conv_activation between channels-last convolutions) take and produce [N, spatial..., C]
+// (oneDNN runs on those buffers directly, with nwc/nhwc/ndhwc memory); the global pools with
+// `x_channels_last` = 1 take [N, spatial..., C] and produce the usual [N, C, 1, ...].
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "backends/cpu/dnnl_util.h"
 #include "ir/shape_util.h"
@@ -20,17 +28,36 @@ enum class Mode { kMax, kAvg, kLp };
 
 struct Geometry {
   size_t nd = 0;
+  int64_t n = 0, c = 0;
   Shape in, out;  // spatial dims only
   std::vector<int64_t> k, st, dl, pb, pe;
 };
+
+// Logical (N, C, spatial...) shape of a tensor stored as [N, spatial..., C] when `cl`.
+Shape to_logical(const Shape& s, bool cl) {
+  if (!cl || s.size() < 3) return s;
+  Shape r = {s[0], s.back()};
+  r.insert(r.end(), s.begin() + 1, s.end() - 1);
+  return r;
+}
+
+// The stored shape of a tensor of batch n, channels c and these spatial dims.
+Shape stored_shape(int64_t n, int64_t c, const Shape& spatial, bool cl) {
+  Shape r = {n};
+  if (!cl) r.push_back(c);
+  r.insert(r.end(), spatial.begin(), spatial.end());
+  if (cl) r.push_back(c);
+  return r;
+}
 
 struct PoolPrim {
   dnnl::pooling_forward prim;
   dnnl::pooling_forward::primitive_desc pd;
 };
 
-dnnl::memory::format_tag plain_tag(size_t rank) {
+dnnl::memory::format_tag layout_tag(size_t rank, bool cl) {
   using ft = dnnl::memory::format_tag;
+  if (cl) return rank == 3 ? ft::nwc : rank == 4 ? ft::nhwc : ft::ndhwc;
   return rank == 3 ? ft::abc : rank == 4 ? ft::abcd : ft::abcde;
 }
 
@@ -51,6 +78,7 @@ class PoolKernel : public OpKernel {
     if (storage_order_ != 0 && storage_order_ != 1)
       return invalid_model("storage_order=" + std::to_string(storage_order_) + " must be 0 or 1");
     count_include_pad_ = node.attrs.get_int("count_include_pad", 0) != 0;
+    channels_last_ = node.attrs.get_int("channels_last", 0) != 0;
     p_ = mode_ == Mode::kLp ? double(node.attrs.has("p") && node.attrs.find("p")->kind == Attribute::Kind::kFloat
                                          ? node.attrs.get_float("p", 2.f)
                                          : double(node.attrs.get_int("p", 2)))
@@ -59,10 +87,14 @@ class PoolKernel : public OpKernel {
     return Status::ok();
   }
 
-  Status geometry(const Shape& x, Geometry& g) const {
-    if (x.size() < 3)
-      return invalid_argument("input 0 (X) has shape " + shape_str(x) + "; pooling needs rank >= 3 (N, C, spatial...)");
+  // `stored` is X's shape as stored (channels-last or not).
+  Status geometry(const Shape& stored, Geometry& g) const {
+    if (stored.size() < 3)
+      return invalid_argument("input 0 (X) has shape " + shape_str(stored) + "; pooling needs rank >= 3 (" +
+                              (channels_last_ ? "N, spatial..., C" : "N, C, spatial...") + ")");
+    const Shape x = to_logical(stored, channels_last_);
     g.nd = x.size() - 2;
+    g.n = x[0], g.c = x[1];
     if (sp_.kernel_shape.size() != g.nd)
       return invalid_model("kernel_shape " + ints_str(sp_.kernel_shape) + " has " +
                            std::to_string(sp_.kernel_shape.size()) + " entries, X has " + std::to_string(g.nd) +
@@ -79,10 +111,10 @@ class PoolKernel : public OpKernel {
     if (!dispatch_pool(t, mode_ == Mode::kMax, [](auto) {}))
       return unsupported("input 0 (X) has dtype " + dtype_name(t) + ", which this pooling op does not support");
     if (mode_ != Mode::kMax && ctx.num_outputs() > 1) return invalid_model("has 1 output, got " + std::to_string(ctx.num_outputs()));
+    if (channels_last_ && ctx.has_output(1)) return unsupported("the Indices output with channels_last=1");
     Geometry g;
     INGOT_RETURN_IF_ERROR(geometry(ctx.input_shape(0), g));
-    Shape y(ctx.input_shape(0).begin(), ctx.input_shape(0).begin() + 2);
-    y.insert(y.end(), g.out.begin(), g.out.end());
+    Shape y = stored_shape(g.n, g.c, g.out, channels_last_);
     ctx.set_output(0, t, y);
     if (ctx.has_output(1)) ctx.set_output(1, DType::kInt64, y);
     return Status::ok();
@@ -102,9 +134,12 @@ class PoolKernel : public OpKernel {
         auto p = cache_.get(dnnl_util::key_of({X.shape(), g.k, g.st, g.pb, pr, {int64_t(alg)}}),
                             [&]() -> std::shared_ptr<PoolPrim> {
                               using md = dnnl::memory::desc;
-                              auto tag = plain_tag(X.rank());
-                              md src(dnnl_util::to_dims(X.shape()), dnnl::memory::data_type::f32, tag);
-                              md dst(dnnl_util::to_dims(Y.shape()), dnnl::memory::data_type::f32, tag);
+                              // Logical dims; the tag says how they are stored.
+                              auto tag = layout_tag(X.rank(), channels_last_);
+                              md src(dnnl_util::to_dims(stored_shape(g.n, g.c, g.in, false)),
+                                     dnnl::memory::data_type::f32, tag);
+                              md dst(dnnl_util::to_dims(stored_shape(g.n, g.c, g.out, false)),
+                                     dnnl::memory::data_type::f32, tag);
                               dnnl::memory::dims st(g.st.begin(), g.st.end()), k(g.k.begin(), g.k.end()),
                                   pl(g.pb.begin(), g.pb.end()), prd(pr.begin(), pr.end());
                               try {
@@ -157,11 +192,19 @@ class PoolKernel : public OpKernel {
     return true;
   }
 
+  // Indices (idx) are only asked for in NCHW (infer() refuses them with channels_last).
   template <class T>
   void run(const Tensor& X, const Geometry& g, Tensor& Y, int64_t* idx) const {
     size_t nd = g.nd;
-    int64_t planes = X.dim(0) * X.dim(1);
+    int64_t planes = g.n * g.c;
     int64_t in_plane = shape_numel(g.in), out_plane = shape_numel(g.out);
+    // Plane pl = (n, c) of a tensor with `plane` spatial elements starts at
+    // plane_start(pl, plane) and its elements are `step` apart: NCHW planes are contiguous,
+    // channels-last ones interleave.
+    const int64_t step = channels_last_ ? g.c : 1;
+    auto plane_start = [&](int64_t pl, int64_t plane) {
+      return channels_last_ ? (pl / g.c) * plane * g.c + pl % g.c : pl * plane;
+    };
     int64_t kn = shape_numel(g.k);
     // Per kernel element: dilated offset per dim.
     std::vector<int64_t> koff(size_t(kn) * nd);
@@ -181,7 +224,8 @@ class PoolKernel : public OpKernel {
     parallel_for(planes, out_plane * kn, [&](int64_t p0, int64_t p1) {
       std::vector<int64_t> start(nd), oc(nd);
       for (int64_t pl = p0; pl < p1; ++pl) {
-        const T* xp = x + pl * in_plane;
+        const T* xp = x + plane_start(pl, in_plane);
+        T* yp = y + plane_start(pl, out_plane);
         for (int64_t o = 0; o < out_plane; ++o) {
           int64_t r = o;
           for (int d = int(nd) - 1; d >= 0; --d) {
@@ -209,7 +253,7 @@ class PoolKernel : public OpKernel {
             }
             cnt_pad += in_padded;
             if (!inside) continue;
-            T v = xp[lin];
+            T v = xp[lin * step];
             if (mode == Mode::kMax) {
               if constexpr (std::is_integral_v<T>) {
                 if (!any || v > bestv) bestv = v, best_at = lin, any = true;
@@ -223,7 +267,7 @@ class PoolKernel : public OpKernel {
               acc += std::pow(std::fabs(double(float(v))), p_);
             }
           }
-          T* yo = y + pl * out_plane + o;
+          T* yo = yp + o * step;
           if (mode == Mode::kMax) {
             if constexpr (std::is_integral_v<T>) *yo = bestv;
             else *yo = T(best);
@@ -257,6 +301,7 @@ class PoolKernel : public OpKernel {
   Spatial sp_;
   int64_t storage_order_ = 0;
   bool count_include_pad_ = false;
+  bool channels_last_ = false;
   double p_ = 2;
   mutable dnnl_util::Cache<PoolPrim> cache_;
 };
@@ -265,10 +310,42 @@ struct MaxPoolKernel : PoolKernel { MaxPoolKernel() : PoolKernel(Mode::kMax) {} 
 struct AveragePoolKernel : PoolKernel { AveragePoolKernel() : PoolKernel(Mode::kAvg) {} };
 struct LpPoolKernel : PoolKernel { LpPoolKernel() : PoolKernel(Mode::kLp) {} };
 
+// The running result of one global pool over one channel: the maximum (a NaN sticks), the sum,
+// or the sum of |x|^p.
+template <class T>
+struct GlobalAcc {
+  Mode mode;
+  double p;
+  T best{};
+  bool any = false;
+  double sum = 0;
+
+  void add(T v) {
+    if (mode == Mode::kMax) {
+      if constexpr (std::is_integral_v<T>) {
+        if (!any || v > best) best = v;
+      } else {
+        if (!any || float(v) > float(best) || std::isnan(float(v))) best = v;
+      }
+      any = true;
+    } else if (mode == Mode::kAvg) {
+      sum += double(float(v));
+    } else {
+      sum += std::pow(std::fabs(double(float(v))), p);
+    }
+  }
+  T result(int64_t count) const {
+    if (mode == Mode::kMax) return best;
+    if (mode == Mode::kAvg) return T(float(sum / double(count)));
+    return T(float(std::pow(sum, 1.0 / p)));
+  }
+};
+
 class GlobalPoolKernel : public OpKernel {
  public:
   explicit GlobalPoolKernel(Mode m) : mode_(m) {}
   Status init(const Node& node, int opset) override {
+    x_channels_last_ = node.attrs.get_int("x_channels_last", 0) != 0;
     if (mode_ == Mode::kLp) {
       const Attribute* a = node.attrs.find("p");  // a float before opset 2
       p_ = a && a->kind == Attribute::Kind::kFloat ? double(a->f) : double(node.attrs.get_int("p", 2));
@@ -282,12 +359,13 @@ class GlobalPoolKernel : public OpKernel {
     DType t = ctx.input_dtype(0);
     if (!dispatch_pool(t, mode_ == Mode::kMax, [](auto) {}))
       return unsupported("input 0 (X) has dtype " + dtype_name(t) + ", which this pooling op does not support");
-    const Shape& x = ctx.input_shape(0);
-    if (x.size() < 3)
-      return invalid_argument("input 0 (X) has shape " + shape_str(x) + "; pooling needs rank >= 3 (N, C, spatial...)");
-    Shape y = x;
+    const Shape& stored = ctx.input_shape(0);
+    if (stored.size() < 3)
+      return invalid_argument("input 0 (X) has shape " + shape_str(stored) + "; pooling needs rank >= 3 (" +
+                              (x_channels_last_ ? "N, spatial..., C" : "N, C, spatial...") + ")");
+    Shape y = to_logical(stored, x_channels_last_);
     for (size_t i = 2; i < y.size(); ++i) {
-      if (x[i] == 0) return invalid_argument("input 0 (X) has an empty spatial dim: " + shape_str(x));
+      if (y[i] == 0) return invalid_argument("input 0 (X) has an empty spatial dim: " + shape_str(stored));
       y[i] = 1;
     }
     ctx.set_output(0, t, y);
@@ -295,41 +373,50 @@ class GlobalPoolKernel : public OpKernel {
   }
   Status compute(ComputeContext& ctx) const override {
     const Tensor& X = ctx.input(0);
-    Tensor& Y = ctx.output(0);
-    int64_t planes = X.dim(0) * X.dim(1);
-    int64_t n = planes ? X.numel() / planes : 0;
+    const Shape x = to_logical(X.shape(), x_channels_last_);
+    const int64_t n = x[0], c = x[1], spatial = n * c != 0 ? X.numel() / (n * c) : 0;
     dispatch_pool(X.dtype(), mode_ == Mode::kMax, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* x = X.data<T>();
-      T* y = Y.data<T>();
-      parallel_for(planes, n, [&](int64_t b, int64_t e) {
-        for (int64_t pl = b; pl < e; ++pl) {
-          const T* xp = x + pl * n;
-          if (mode_ == Mode::kMax) {
-            T m = xp[0];
-            for (int64_t i = 1; i < n; ++i) {
-              if constexpr (std::is_integral_v<T>) m = std::max(m, xp[i]);
-              else if (float(xp[i]) > float(m) || std::isnan(float(xp[i]))) m = xp[i];
-            }
-            y[pl] = m;
-          } else if (mode_ == Mode::kAvg) {
-            double s = 0;
-            for (int64_t i = 0; i < n; ++i) s += double(float(xp[i]));
-            y[pl] = T(float(s / double(n)));
-          } else {
-            double s = 0;
-            for (int64_t i = 0; i < n; ++i) s += std::pow(std::fabs(double(float(xp[i]))), p_);
-            y[pl] = T(float(std::pow(s, 1.0 / p_)));
-          }
-        }
-      });
+      if (x_channels_last_) pool_channels_last<T>(X.data<T>(), ctx.output(0).data<T>(), n, c, spatial);
+      else pool_planes<T>(X.data<T>(), ctx.output(0).data<T>(), n * c, spatial);
     });
     return Status::ok();
   }
 
  private:
+  // NCHW: each (n, c) plane is contiguous.
+  template <class T>
+  void pool_planes(const T* x, T* y, int64_t planes, int64_t spatial) const {
+    parallel_for(planes, spatial, [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        GlobalAcc<T> acc{mode_, p_};
+        for (const T* xp = x + pl * spatial; xp < x + (pl + 1) * spatial; ++xp) acc.add(*xp);
+        y[pl] = acc.result(spatial);
+      }
+    });
+  }
+
+  // Channels-last: a run of channels of one image is reduced together, pixel by pixel, so the
+  // reads stay contiguous.
+  template <class T>
+  void pool_channels_last(const T* x, T* y, int64_t n, int64_t c, int64_t spatial) const {
+    parallel_for(n * c, spatial, [&](int64_t b, int64_t e) {
+      std::vector<GlobalAcc<T>> accs;
+      for (int64_t pl = b; pl < e;) {
+        const int64_t img = pl / c, c0 = pl % c, c1 = std::min(c, c0 + (e - pl));
+        accs.assign(size_t(c1 - c0), GlobalAcc<T>{mode_, p_});
+        const T* xi = x + img * spatial * c;
+        for (int64_t s = 0; s < spatial; ++s)
+          for (int64_t ch = c0; ch < c1; ++ch) accs[size_t(ch - c0)].add(xi[s * c + ch]);
+        for (int64_t ch = c0; ch < c1; ++ch) y[img * c + ch] = accs[size_t(ch - c0)].result(spatial);
+        pl += c1 - c0;
+      }
+    });
+  }
+
   Mode mode_;
   double p_ = 2;
+  bool x_channels_last_ = false;
 };
 
 struct GlobalMaxPoolKernel : GlobalPoolKernel { GlobalMaxPoolKernel() : GlobalPoolKernel(Mode::kMax) {} };

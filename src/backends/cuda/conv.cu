@@ -1,6 +1,7 @@
 // Layout transposes and the convolution epilogue (see conv_impl.h). All memory-bound: each
 // element is read and written once; the transposes go through a shared-memory tile so both the
-// reads and the writes are coalesced.
+// reads and the writes are coalesced, except NCHW -> NHWC with few channels (an image input's
+// 3), where a 32x32 tile would hold only C valid rows: there each thread moves one pixel.
 #include "backends/cuda/conv_impl.h"
 #include "backends/cuda/cuda_common.cuh"
 
@@ -75,6 +76,61 @@ __global__ void transpose_epilogue(const T* src, T* dst, int64_t batch, int64_t 
   }
 }
 
+// The A (<= kSmallA) of transpose_small_a.
+constexpr int kSmallA = 8;
+
+// transpose_epilogue's job (channel = A index) for A <= kSmallA: thread i moves element b of
+// batch n, reading its A values from the A planes (consecutive threads read consecutive b, so
+// each plane's reads are coalesced) and writing them contiguously at dst + i * A. I is the index
+// type (32-bit where every index fits: the index math is most of the work here).
+template <class T, class I>
+__global__ void transpose_small_a(const T* src, T* dst, I batch, int A, I B, const T* bias, const T* z_src,
+                                  const T* z_dst, ConvAct act, float p0, float p1) {
+  const I total = batch * B;
+  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < total; i += I(gridDim.x) * I(blockDim.x)) {
+    const I n = i / B, b = i - n * B;
+    const I from = n * I(A) * B + b;
+    float v[kSmallA];
+    // All loads first: the stores below may alias them as far as the compiler knows.
+#pragma unroll
+    for (int a = 0; a < kSmallA; ++a) {
+      if (a >= A) break;
+      v[a] = to_float(src[from + I(a) * B]);
+      if (z_src) v[a] += to_float(z_src[from + I(a) * B]);
+    }
+#pragma unroll
+    for (int a = 0; a < kSmallA; ++a) {
+      if (a >= A) break;
+      float r = v[a];
+      if (bias) r += to_float(bias[a]);
+      if (z_dst) r += to_float(z_dst[i * I(A) + I(a)]);
+      dst[i * I(A) + I(a)] = from_float<T>(conv_act(act, r, p0, p1));
+    }
+  }
+}
+
+// [batch][A][B] -> [batch][B][A] with the channel on A, as transpose_small_a (A <= kSmallA) or
+// through the tiles.
+template <class T>
+void launch_transpose_channel_a(const T* src, T* dst, int64_t batch, int64_t A, int64_t B, const T* bias,
+                                const T* z_src, const T* z_dst, ConvAct act, float p0, float p1, cudaStream_t stream) {
+  if (A <= kSmallA) {
+    constexpr int kThreads = 256;
+    const int64_t total = batch * A * B;
+    const unsigned blocks = blocks_for(batch * B, kThreads);
+    if (total + int64_t(blocks) * kThreads < (int64_t(1) << 31))
+      transpose_small_a<T, int32_t><<<blocks, kThreads, 0, stream>>>(src, dst, int32_t(batch), int(A), int32_t(B),
+                                                                     bias, z_src, z_dst, act, p0, p1);
+    else
+      transpose_small_a<T, int64_t><<<blocks, kThreads, 0, stream>>>(src, dst, batch, int(A), B, bias, z_src, z_dst,
+                                                                     act, p0, p1);
+    return;
+  }
+  const int64_t tiles = batch * ((A + kTile - 1) / kTile) * ((B + kTile - 1) / kTile);
+  transpose_epilogue<T><<<unsigned(tiles < (1 << 20) ? tiles : (1 << 20)), dim3(kTile, kTileRows), 0, stream>>>(
+      src, dst, batch, A, B, true, bias, z_src, z_dst, act, p0, p1);
+}
+
 // Any layouts and a residual broadcast over its dims of 1: every output element decodes its
 // logical (n, k, y, x). Reached only for shapes the fused residual was not planned for.
 template <class T>
@@ -121,13 +177,17 @@ cudaError_t epilogue_typed(const void* src_v, bool src_nhwc, void* dst_v, bool d
     epilogue_same_layout<T><<<blocks_for(total, kThreads), kThreads, 0, stream>>>(src, dst, total, k, hw, dst_nhwc,
                                                                                   bias, z, e.act, e.p0, e.p1);
   } else if (src_nhwc != dst_nhwc && (!z || z_full)) {
-    // src NCHW: [n][k][hw] -> [n][hw][k] (channel is A); src NHWC: [n][hw][k] -> [n][k][hw].
-    const int64_t A = src_nhwc ? hw : k, B = src_nhwc ? k : hw;
-    const int64_t tiles = n * ((A + kTile - 1) / kTile) * ((B + kTile - 1) / kTile);
     const T* z_src = z && e.z_nhwc == src_nhwc ? z : nullptr;
     const T* z_dst = z && e.z_nhwc == dst_nhwc ? z : nullptr;
-    transpose_epilogue<T><<<unsigned(tiles < (1 << 20) ? tiles : (1 << 20)), dim3(kTile, kTileRows), 0, stream>>>(
-        src, dst, n, A, B, !src_nhwc, bias, z_src, z_dst, e.act, e.p0, e.p1);
+    if (!src_nhwc) {
+      // [n][k][hw] -> [n][hw][k]: the channel is A.
+      launch_transpose_channel_a(src, dst, n, k, hw, bias, z_src, z_dst, e.act, e.p0, e.p1, stream);
+    } else {
+      // [n][hw][k] -> [n][k][hw]: the channel is B.
+      const int64_t tiles = n * ((hw + kTile - 1) / kTile) * ((k + kTile - 1) / kTile);
+      transpose_epilogue<T><<<unsigned(tiles < (1 << 20) ? tiles : (1 << 20)), dim3(kTile, kTileRows), 0, stream>>>(
+          src, dst, n, hw, k, false, bias, z_src, z_dst, e.act, e.p0, e.p1);
+    }
   } else {
     epilogue_generic<T><<<blocks_for(total, kThreads), kThreads, 0, stream>>>(
         src, src_nhwc, dst, dst_nhwc, n, k, h, w, bias, z, e.z_nhwc, e.zn, e.zk, e.zh, e.zw, e.act, e.p0, e.p1);
@@ -148,14 +208,12 @@ cudaError_t launch_conv_epilogue(DType dtype, const void* src, bool src_nhwc, vo
 
 cudaError_t launch_transpose_planes(DType dtype, const void* src, void* dst, int64_t batch, int64_t rows, int64_t cols,
                                     cudaStream_t stream) {
-  const int64_t tiles = batch * ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
-  if (tiles == 0) return cudaSuccess;
+  if (batch * rows * cols == 0) return cudaSuccess;
   cudaError_t err = cudaErrorInvalidValue;
   dispatch_device_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    transpose_epilogue<T><<<unsigned(tiles < (1 << 20) ? tiles : (1 << 20)), dim3(kTile, kTileRows), 0, stream>>>(
-        static_cast<const T*>(src), static_cast<T*>(dst), batch, rows, cols, true, nullptr, nullptr, nullptr,
-        ConvAct::kNone, 0.f, 0.f);
+    launch_transpose_channel_a<T>(static_cast<const T*>(src), static_cast<T*>(dst), batch, rows, cols, nullptr,
+                                  nullptr, nullptr, ConvAct::kNone, 0.f, 0.f, stream);
     err = cudaGetLastError();
   });
   return err;

@@ -15,13 +15,11 @@
 #include "backends/cuda/lt_gemm.h"
 
 #include <bit>
-#include <cstdlib>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
 
-#include "backends/cuda/lt_gemm_skinny.h"
+#include "backends/cuda/lt_gemm_trial.h"
 
 namespace ingot::cuda {
 namespace {
@@ -74,7 +72,6 @@ struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (our B), B (our A), C
   cublasLtMatmulAlgo_t algo{};
-  int skinny_splits = 0;  // > 0: the skinny kernel (lt_gemm_skinny.h) with this split won the timing
   std::mutex bias_mutex;
 
   Plan() = default;
@@ -151,11 +148,11 @@ Status make_layout(cublasLtMatrixLayout_t& out, cudaDataType_t type, int64_t row
   return Status::ok();
 }
 
-// Heuristic candidates considered per shape, and timed runs of each (autotune()). The small
-// products of batch-1 inference take a few microseconds, about what one cublasLtMatmul call
-// costs the host, so a trial of only a few runs would time the host; ten keep the GPU busy.
+// Heuristic candidates considered per shape, and timed runs of each (autotune()), enqueued
+// behind a hold of the stream long enough for the host to enqueue them all (lt_gemm_trial.h).
 constexpr int kCandidates = 32;
 constexpr int kTrialRuns = 10;
+constexpr int kTrialHoldMicroseconds = 300;
 
 // Builds the descriptors and asks the heuristic for its candidate algorithms of `key`.
 Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& key, const void* bias, Plan& plan,
@@ -223,37 +220,12 @@ Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& k
   return Status::ok();
 }
 
-// The skinny kernel's arguments for `d` when it can compute it (same epilogue, dense row-major
-// operands, no scaling, no accumulation into C); nullopt otherwise. INGOT_SKINNY_GEMM=0 turns it
-// off (for A/B timing).
-std::optional<SkinnyGemmArgs> skinny_args(const CudaHandles& h, const GemmDesc& d, const PlanKey& key, const void* a,
-                                          const void* b, void* c) {
-  static const bool enabled = [] {
-    const char* e = std::getenv("INGOT_SKINNY_GEMM");
-    return !(e && std::string(e) == "0");
-  }();
-  // Beyond a few hundred rows cuBLASLt's large tiles win; the bound keeps plan-time trials short.
-  constexpr int64_t kMaxSkinnyRows = 512;
-  if (!enabled || d.trans_a || d.trans_b || d.batch != 1 || d.beta != 0.f || d.alpha != 1.f || d.m > kMaxSkinnyRows ||
-      key.lda != d.k || key.ldb != d.n || key.ldc != d.n)
-    return std::nullopt;
-  SkinnyGemmArgs s;
-  s.a = a, s.w = b, s.bias = d.bias, s.c = c;
-  s.m = d.m, s.n = d.n, s.k = d.k, s.dtype = d.dtype;
-  switch (d.activation) {
-    case GemmActivation::kNone: s.activation = SkinnyActivation::kNone; break;
-    case GemmActivation::kRelu: s.activation = SkinnyActivation::kRelu; break;
-    case GemmActivation::kGeluTanh: s.activation = SkinnyActivation::kGeluTanh; break;
-  }
-  if (!skinny_gemm_supported(s)) return std::nullopt;
-  s.splits = skinny_gemm_splits(d.m, d.n, d.k, h.sm_count);
-  return s;
-}
-
-// Mean GPU time of kTrialRuns calls of `launch` after one warm-up call, in ms; < 0 on failure.
+// Mean GPU time of kTrialRuns back-to-back calls of `launch` after one warm-up call, in ms;
+// < 0 on failure.
 template <class Launch>
 float time_trials(const CudaHandles& h, cudaEvent_t start, cudaEvent_t stop, Launch launch) {
   if (!launch()) return -1.f;
+  if (launch_stream_hold(h.stream, kTrialHoldMicroseconds) != cudaSuccess) return -1.f;
   cudaEventRecord(start, h.stream);
   for (int r = 0; r < kTrialRuns; ++r)
     if (!launch()) return -1.f;
@@ -264,14 +236,12 @@ float time_trials(const CudaHandles& h, cudaEvent_t start, cudaEvent_t stop, Lau
 }
 
 // The heuristic's first choice is often not the fastest for the small-M products of batch-1
-// inference: the first time a shape runs outside graph capture, its candidates (and the skinny
-// kernel, where it applies) are timed on the real operands and the fastest is kept. Only when C
-// is not read (beta = 0): the trial runs overwrite it, and the caller's own run follows.
-void autotune(const CudaHandles& h, const GemmDesc& d, const PlanKey& key, Plan& plan, const void* a, const void* b,
-              void* c, void* ws, size_t ws_bytes, const cublasLtMatmulHeuristicResult_t* results, int usable) {
-  if (d.beta != 0.0f) return;
-  const std::optional<SkinnyGemmArgs> skinny = skinny_args(h, d, key, a, b, c);
-  if (usable < 2 && !skinny) return;
+// inference: the first time a shape runs outside graph capture, its candidates are timed on the
+// real operands and the fastest is kept. Only when C is not read (beta = 0): the trial runs
+// overwrite it, and the caller's own run follows.
+void autotune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* a, const void* b, void* c, void* ws,
+              size_t ws_bytes, const cublasLtMatmulHeuristicResult_t* results, int usable) {
+  if (usable < 2 || d.beta != 0.0f) return;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(h.stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) return;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -280,7 +250,6 @@ void autotune(const CudaHandles& h, const GemmDesc& d, const PlanKey& key, Plan&
     cudaGetLastError();
     return;
   }
-  if (d.bias) cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &d.bias, sizeof(d.bias));
   float best = -1.f;
   int best_i = -1;
   for (int i = 0; i < usable; ++i) {
@@ -291,10 +260,6 @@ void autotune(const CudaHandles& h, const GemmDesc& d, const PlanKey& key, Plan&
     if (ms >= 0 && (best_i < 0 || ms < best)) best = ms, best_i = i;
   }
   if (best_i >= 0) plan.algo = results[best_i].algo;
-  if (skinny) {
-    const float ms = time_trials(h, start, stop, [&] { return launch_skinny_gemm(*skinny, h.stream) == cudaSuccess; });
-    if (ms >= 0 && (best_i < 0 || ms < best)) plan.skinny_splits = skinny->splits;
-  }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   cudaGetLastError();
@@ -354,22 +319,13 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
       cublasLtMatmulHeuristicResult_t results[kCandidates]{};
       int usable = 0;
       INGOT_RETURN_IF_ERROR(make_plan(handles, d, key, d.bias, *fresh, results, usable));
-      autotune(handles, d, key, *fresh, a, b, c, ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr, ws_bytes,
-               results, usable);
+      autotune(handles, d, *fresh, a, b, c, ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr, ws_bytes, results,
+               usable);
       it = cache.plans.emplace(key, std::move(fresh)).first;
     }
     plan = it->second.get();
   }
 
-  if (plan->skinny_splits > 0) {
-    std::optional<SkinnyGemmArgs> s = skinny_args(handles, d, key, a, b, c);
-    if (s) {
-      s->splits = plan->skinny_splits;
-      const cudaError_t err = launch_skinny_gemm(*s, handles.stream);
-      if (err != cudaSuccess) return gemm_error(d, std::string("skinny GEMM: ") + cudaGetErrorString(err));
-      return Status::ok();
-    }
-  }
   void* ws_ptr = ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr;
   auto run = [&] {
     return check(cublasLtMatmul(handles.lt, plan->op, &d.alpha, b, plan->a, a, plan->b, &d.beta, c, plan->c, c,
