@@ -285,7 +285,9 @@ TEST(CudaAttention, HalfPrecisionFullyMaskedRows) {
 }
 
 // DistilBERT-like shapes (12 heads of 64) at batches that give the flash kernel query blocks of
-// 16, 32 and 64 rows (one, two and four warps per CTA on a 132-SM H100).
+// 16, 32 and 64 rows (one, two and four warps per CTA on a 132-SM H100); at batch 1 the keys are
+// also split over two warps per query block (merged at the end), as in every case above with
+// few (batch, head) pairs and more than one key tile (S 77, 130, 70 at batch 1 or 3, 2 heads).
 TEST(CudaAttention, HalfPrecisionQueryBlockSizes) {
   INGOT_REQUIRE_GPU();
   for (int64_t B : {1, 4, 8}) {

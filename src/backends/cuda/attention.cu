@@ -36,6 +36,7 @@ struct CoreParams {
   const void* qkv;
   void* context;
   int S, H, D, N, qblocks;  // qblocks: query blocks per (batch, head)
+  int key_splits;           // flash kernel: warps sharing one query block, each over every key_splits-th key tile
   int64_t ld;               // 3N, the row length of qkv
   const void* mask;
   int mask_type;
@@ -75,23 +76,22 @@ __device__ __forceinline__ float mask_at(const CoreParams& p, int64_t off) {
 // ---------------------------------------------------------------------------------------------
 // Tensor-core flash kernel (float16 / bfloat16).
 //
-// Block sizes. A CTA holds 16·W query rows (W = 1, 2 or 4 warps, chosen at launch) and walks the
-// keys in tiles of 64. Every warp does the same work whatever W is (16 rows against all keys), so
-// a CTA's latency barely depends on W; a larger W only shares each K/V tile among more warps.
-// The launcher therefore takes W = 4 when that still gives at least one CTA per SM and shrinks W
-// otherwise: DistilBERT at b1 s128 (12 heads) runs 96 one-warp CTAs instead of 24 four-warp ones.
+// Block sizes. A CTA holds 16·W query rows (W = 1, 2 or 4 query warps, chosen at launch) and
+// walks the keys in tiles of 64. A larger W only shares each K/V tile among more warps, so the
+// launcher takes W = 4 when that still gives at least one CTA per SM and shrinks W otherwise.
+// When even W = 1 leaves SMs idle (DistilBERT at b1 s128: 96 query blocks for 132 SMs), the keys
+// are split too: KS = 2 warps share a query block, warp group g taking key tiles g, g + KS, ...,
+// each with its own running max, sum and output, merged through shared memory at the end. At b1
+// a warp's work is a long dependent instruction stream (Nsight Compute: 2.7 cycles per issued
+// instruction, 1.5% occupancy, 9.2 µs per BERT layer), so halving each warp's tiles halves it.
 // Floor of one layer's core at b32 s128 (12 heads, D 64): 1.6 GFLOP (≈ 3 µs of dense fp16 mma on
-// an H100) and 19 MB of QKV read + 6 MB of context written (≈ 8 µs at 3 TB/s), so it is bound by
-// memory; K/V of a head are re-read by the S/64 query blocks from L2, not HBM. At b1 the floor is
-// the launch and the latency of the K/V tile loads (a few µs).
+// an H100) and 19 MB of QKV read + 6 MB of context written (≈ 8 µs at 3 TB/s).
 //
-// Pipeline: two K/V tile buffers in (dynamic) shared memory besides the Q block. Q, K(0), V(0)
-// and K(1), V(1) are all requested before anything is computed, and tile t + 2 is requested
-// as soon as tile t's buffer is free, so at s128 (two tiles) every global load of a CTA is in
-// flight at once: one memory latency per CTA instead of one per tile and operand, which is what
-// bounds the short sequences of BERT-style inference (measured on an H100 at BERT-base b32
-// s128 before this pipeline: 25.6 µs per layer, the loads issued one tile and operand at a time).
-// Shared memory: (16·W + 4·64) rows of D + 8 halves: 46 KB at D 64 and W 4, 87 KB at D 128.
+// Pipeline: two buffers of KS K/V tile pairs in (dynamic) shared memory besides the Q block. Q and
+// the first two rounds of tiles are all requested before anything is computed, and round i + 2
+// is requested as soon as round i's buffer is free, so at s128 every global load of a CTA is in
+// flight at once. Shared memory: (16·W + 256·KS) rows of D + 8 halves (W·KS ≤ 4, KS ≤ 2): 46 KB
+// at D 64, W 4, KS 1; 148 KB at most (D 128, W 2, KS 2).
 
 constexpr int kKeyTile = 64;
 
@@ -187,8 +187,11 @@ __device__ __forceinline__ void load_mask_tile(const CoreParams& p, const int64_
     }
 }
 
-// Shared memory of a CTA of `warps` warps: the Q block and two K/V tile buffers.
-__host__ __device__ constexpr int flash_smem_rows(int warps) { return 16 * warps + 4 * kKeyTile; }
+// Shared memory rows of a CTA: the Q block and two rounds of KS K/V tile pairs.
+__host__ __device__ constexpr int flash_smem_rows(int query_warps, int key_splits) {
+  return 16 * query_warps + 4 * kKeyTile * key_splits;
+}
+constexpr int kMaxKeySplits = 2;
 
 template <class T, int D>
 __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
@@ -197,10 +200,13 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   constexpr int kTileElems = kKeyTile * kStride;
   extern __shared__ __align__(16) uint16_t smem[];
 
+  const int KS = p.key_splits, query_warps = int(blockDim.x) / (32 * KS);
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, g = lane >> 2, t4 = lane & 3;
-  const int rows_per_cta = int(blockDim.x) >> 1;  // 16 per warp
+  const int qwarp = warp % query_warps, group = warp / query_warps;
+  const int rows_per_cta = 16 * query_warps;
   uint16_t* qs = smem;
-  uint16_t* kv_buf = smem + rows_per_cta * kStride;  // buffer i: K at 2i, V at 2i + 1 (tiles)
+  // Round r's tile for group j: K at kv_buf + ((r & 1) * KS + j) * 2 tiles, V right after it.
+  uint16_t* kv_buf = smem + rows_per_cta * kStride;
   const int qb = int(blockIdx.x % unsigned(p.qblocks));
   const int bh = int(blockIdx.x / unsigned(p.qblocks)), h = bh % p.H, b = bh / p.H;
   const int q0 = qb * rows_per_cta, S = p.S;
@@ -209,18 +215,23 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
 
   int tiles = (S + kKeyTile - 1) / kKeyTile;
   if (p.causal) tiles = min(tiles, (min(q0 + rows_per_cta, S) - 1) / kKeyTile + 1);
-  auto load_tile = [&](int t) {  // K(t) and V(t) into buffer t % 2
-    uint16_t* kbuf = kv_buf + (t & 1) * 2 * kTileElems;
-    load_rows<D>(kbuf, base, p.ld, kcol, t * kKeyTile, kKeyTile, S);
-    load_rows<D>(kbuf + kTileElems, base, p.ld, vcol, t * kKeyTile, kKeyTile, S);
+  const int rounds = (tiles + KS - 1) / KS;
+  auto load_round = [&](int r) {  // every group's tile of round r, into buffer r % 2
+    for (int j = 0; j < KS; ++j) {
+      const int t = r * KS + j;
+      if (t >= tiles) break;
+      uint16_t* kbuf = kv_buf + ((r & 1) * KS + j) * 2 * kTileElems;
+      load_rows<D>(kbuf, base, p.ld, kcol, t * kKeyTile, kKeyTile, S);
+      load_rows<D>(kbuf + kTileElems, base, p.ld, vcol, t * kKeyTile, kKeyTile, S);
+    }
   };
   load_rows<D>(qs, base, p.ld, qcol, q0, rows_per_cta, S);
-  load_tile(0);
+  load_round(0);
   cp_async_commit();
-  if (tiles > 1) load_tile(1);
-  cp_async_commit();  // possibly empty: every iteration waits for all groups but the newest
+  if (rounds > 1) load_round(1);
+  cp_async_commit();  // possibly empty: every round waits for all groups but the newest
 
-  const int row0 = q0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
+  const int row0 = q0 + qwarp * 16 + g;  // this thread's rows: row0 and row0 + 8
   int64_t mask_row[2] = {0, 0};
   if (p.mask_type != kMaskNone)
     for (int r = 0; r < 2; ++r)
@@ -232,14 +243,14 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f};
   bool has_nan[2] = {false, false};
   uint32_t qf[kKSteps][4];
-  const int warp_last_row = q0 + warp * 16 + 15;
+  const int warp_last_row = q0 + qwarp * 16 + 15;
 
-  for (int t = 0; t < tiles; ++t) {
-    const int k0 = t * kKeyTile;
-    const uint16_t* ks = kv_buf + (t & 1) * 2 * kTileElems;
+  for (int round = 0; round < rounds; ++round) {
+    const int t = round * KS + group, k0 = t * kKeyTile;
+    const uint16_t* ks = kv_buf + ((round & 1) * KS + group) * 2 * kTileElems;
     const uint16_t* vs = ks + kTileElems;
     // Under causal, a tile wholly right of this warp's diagonal would add exactly nothing.
-    const bool active = !p.causal || k0 <= warp_last_row;
+    const bool active = t < tiles && (!p.causal || k0 <= warp_last_row);
     float s[8][4];
     if (active) {
       switch (p.mask_type) {  // issued before the wait so the loads' latency overlaps it
@@ -253,11 +264,11 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
       }
     }
     cp_async_wait_all_but_last();
-    __syncthreads();  // tile t (and, the first time, Q) is in shared memory for every warp
-    if (t == 0) {
+    __syncthreads();  // round `round` (and, the first time, Q) is in shared memory for every warp
+    if (round == 0) {
 #pragma unroll
       for (int k = 0; k < kKSteps; ++k)
-        ldmatrix_x4(qf[k], smem_addr(qs + (warp * 16 + (lane & 15)) * kStride + k * 16 + (lane >> 4) * 8));
+        ldmatrix_x4(qf[k], smem_addr(qs + (qwarp * 16 + (lane & 15)) * kStride + k * 16 + (lane >> 4) * 8));
     }
     if (active) {
       float acc[8][4];
@@ -323,9 +334,50 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
           mma16816<T>(o[2 * dp + 1], pf[k], vb[2], vb[3]);
         }
     }
-    __syncthreads();  // every warp is done with buffer t % 2
-    if (t + 2 < tiles) load_tile(t + 2);
+    __syncthreads();  // every warp is done with buffer round % 2
+    if (round + 2 < rounds) load_round(round + 2);
     cp_async_commit();
+  }
+
+  if (KS > 1) {
+    // Merge the key groups into group 0. A thread of group j holds the same rows and columns as
+    // the thread of group 0 with its lane and query warp, so the exchange needs no re-layout:
+    // slot (query warp, group j - 1) holds each lane's o, m, l and NaN flags side by side. The
+    // K/V buffers are free now (the loop ended on a barrier) and hold the slots.
+    constexpr int kSlot = (kDTiles * 4 + 6) * 32;
+    float* slot = reinterpret_cast<float*>(kv_buf) + (qwarp * (KS - 1) + (group > 0 ? group - 1 : 0)) * kSlot;
+    if (group > 0) {
+#pragma unroll
+      for (int j = 0; j < kDTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) slot[(j * 4 + e) * 32 + lane] = o[j][e];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        slot[(kDTiles * 4 + r) * 32 + lane] = m[r];
+        slot[(kDTiles * 4 + 2 + r) * 32 + lane] = l[r];
+        slot[(kDTiles * 4 + 4 + r) * 32 + lane] = has_nan[r] ? 1.f : 0.f;
+      }
+    }
+    __syncthreads();
+    if (group > 0) return;
+    for (int j2 = 1; j2 < KS; ++j2) {
+      const float* peer = reinterpret_cast<const float*>(kv_buf) + (qwarp * (KS - 1) + j2 - 1) * kSlot;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float pm = peer[(kDTiles * 4 + r) * 32 + lane];
+        const float m_new = fmaxf(m[r], pm);
+        const float m_use = m_new == neg_inf() ? 0.f : m_new;
+        const float a_self = __expf(m[r] - m_use), a_peer = __expf(pm - m_use);
+        m[r] = m_new;
+        l[r] = l[r] * a_self + peer[(kDTiles * 4 + 2 + r) * 32 + lane] * a_peer;
+        has_nan[r] |= peer[(kDTiles * 4 + 4 + r) * 32 + lane] != 0.f;
+#pragma unroll
+        for (int j = 0; j < kDTiles; ++j) {
+          o[j][2 * r] = o[j][2 * r] * a_self + peer[(j * 4 + 2 * r) * 32 + lane] * a_peer;
+          o[j][2 * r + 1] = o[j][2 * r + 1] * a_self + peer[(j * 4 + 2 * r + 1) * 32 + lane] * a_peer;
+        }
+      }
+    }
   }
 
   T* out = static_cast<T*>(p.context);
@@ -446,23 +498,24 @@ int mask_type_of(const AttentionCoreArgs& a) {
 // instantiation raises the kernel's limit to the largest block's need (above the 48 KB default
 // at D 128; a function attribute, not a stream operation, so also fine during graph capture).
 template <class T, int D>
-cudaError_t launch_flash_d(const CoreParams& p, int warps, unsigned grid, cudaStream_t stream) {
+cudaError_t launch_flash_d(const CoreParams& p, int query_warps, unsigned grid, cudaStream_t stream) {
+  // The largest block launched: W·KS ≤ 4 warps with KS ≤ 2 (W 2, KS 2).
   static const cudaError_t raised = cudaFuncSetAttribute(
-      flash_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, flash_smem_rows(4) * (D + 8) * 2);
+      flash_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, flash_smem_rows(2, kMaxKeySplits) * (D + 8) * 2);
   if (raised != cudaSuccess) return raised;
-  const size_t smem = size_t(flash_smem_rows(warps)) * (D + 8) * 2;
-  flash_kernel<T, D><<<grid, unsigned(32 * warps), smem, stream>>>(p);
+  const size_t smem = size_t(flash_smem_rows(query_warps, p.key_splits)) * (D + 8) * 2;
+  flash_kernel<T, D><<<grid, unsigned(32 * query_warps * p.key_splits), smem, stream>>>(p);
   return cudaGetLastError();
 }
 
 template <class T>
-cudaError_t launch_flash(const CoreParams& p, int64_t D, int warps, unsigned grid, cudaStream_t stream) {
+cudaError_t launch_flash(const CoreParams& p, int64_t D, int query_warps, unsigned grid, cudaStream_t stream) {
   switch (D) {
-    case 32: return launch_flash_d<T, 32>(p, warps, grid, stream);
-    case 64: return launch_flash_d<T, 64>(p, warps, grid, stream);
-    case 80: return launch_flash_d<T, 80>(p, warps, grid, stream);
-    case 96: return launch_flash_d<T, 96>(p, warps, grid, stream);
-    case 128: return launch_flash_d<T, 128>(p, warps, grid, stream);
+    case 32: return launch_flash_d<T, 32>(p, query_warps, grid, stream);
+    case 64: return launch_flash_d<T, 64>(p, query_warps, grid, stream);
+    case 80: return launch_flash_d<T, 80>(p, query_warps, grid, stream);
+    case 96: return launch_flash_d<T, 96>(p, query_warps, grid, stream);
+    case 128: return launch_flash_d<T, 128>(p, query_warps, grid, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -476,16 +529,18 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
   if (mask_type < 0 || a.D <= 0 || a.D > kAttentionMaxHeadDim || a.S > INT_MAX || a.H * a.D > INT_MAX)
     return cudaErrorInvalidValue;
   if (a.B == 0 || a.S == 0) return cudaSuccess;
-  CoreParams p{a.qkv, a.context, int(a.S), int(a.H), int(a.D), int(a.H * a.D), 0, 3 * a.H * a.D, a.mask,
+  CoreParams p{a.qkv, a.context, int(a.S), int(a.H), int(a.D), int(a.H * a.D), 0, 1, 3 * a.H * a.D, a.mask,
                mask_type, a.mask_b, a.mask_h, a.mask_q, a.mask_k, a.scale, a.filter,
                a.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN(), a.causal};
   const int64_t heads = a.B * a.H;
   auto blocks = [&](int64_t rows) { return heads * ((a.S + rows - 1) / rows); };
   const bool half = a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;
   if (half && flash_head_dim(a.D)) {
-    int warps = 4;  // see "Block sizes" above
+    int warps = 4;  // query warps per CTA; see "Block sizes" above
     while (warps > 1 && blocks(16 * warps) < a.sm_count) warps /= 2;
     if (blocks(16 * warps) > INT_MAX) return cudaErrorInvalidConfiguration;
+    const int64_t key_tiles = (a.S + kKeyTile - 1) / kKeyTile;
+    p.key_splits = warps <= 2 && blocks(16 * warps) < a.sm_count && key_tiles > 1 ? kMaxKeySplits : 1;
     p.qblocks = int((a.S + 16 * warps - 1) / (16 * warps));
     const unsigned grid = unsigned(blocks(16 * warps));
     return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, warps, grid, stream)

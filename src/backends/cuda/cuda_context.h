@@ -41,6 +41,7 @@ class CudaContext final : public DeviceContext {
     int64_t launches = 0;
   };
   bool profiling_ = false;
+  double profile_enqueue_ms_ = 1.0;  // host time of the last run's enqueue: sizes the profile's stream hold
   std::vector<cudaEvent_t> step_events_;
   std::map<std::string, OpTime> profile_;
   int64_t profiled_runs_ = 0;

@@ -1,6 +1,11 @@
-// ingot.EmbedLayerNorm on the GPU (see embed_layer_norm_impl.h). The row's sum s is written
-// into Y in the tables' dtype — exactly the rounding the op's contract gives s — so the
-// statistics passes read it back from L1/L2 instead of holding a long row in registers.
+// ingot.EmbedLayerNorm on the GPU (see embed_layer_norm_impl.h), one warp per row, two kernels:
+//   embed_ln_registers<T, C>  16-bit tables with rows of at most 32·8·C elements, a multiple of
+//                             8 (BERT's 768: C = 3): each lane holds C chunks of 8 elements of s
+//                             in registers, loaded and stored 16 bytes at a time, so the row is
+//                             read once per table and Y written once.
+//   embed_layer_norm_kernel   any row: s is written into Y and the statistics passes read it
+//                             back from L1/L2.
+// Either way s is rounded to the tables' dtype after every addition, as the unfused graph does.
 #include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/embed_layer_norm_impl.h"
 
@@ -10,7 +15,21 @@ namespace {
 using norm::round_to;
 using norm::warp_sum;
 
-constexpr int kWarpsPerBlock = 8;
+// Four warps (rows) per block: BERT's 128-token batch-1 input is then 32 blocks, not 16.
+constexpr int kWarpsPerBlock = 4;
+
+// The table row of lookup l for output row r, or null when the id is outside the table (the row
+// then reads as zeros: a kernel cannot report the id, the CPU path does).
+template <class T> __device__ __forceinline__ const T* lookup_row(const EmbedArgs& a, int l, int64_t r) {
+  int64_t off = 0, rest = r;
+  for (int d = kEmbedMaxRank - 1; d >= 0; --d) {
+    off += (rest % a.dims[d]) * a.id_stride[l][d];
+    rest /= a.dims[d];
+  }
+  int64_t id = a.ids64[l] ? static_cast<const int64_t*>(a.ids[l])[off] : static_cast<const int32_t*>(a.ids[l])[off];
+  if (id < 0) id += a.rows_in_table[l];
+  return id >= 0 && id < a.rows_in_table[l] ? static_cast<const T*>(a.table[l]) + id * a.hidden : nullptr;
+}
 
 template <class T>
 __global__ void embed_layer_norm_kernel(EmbedArgs a) {
@@ -18,21 +37,7 @@ __global__ void embed_layer_norm_kernel(EmbedArgs a) {
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
   for (int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); r < a.rows; r += warps) {
     const T* src[kEmbedMaxLookups];
-    for (int l = 0; l < kEmbedMaxLookups; ++l) {
-      if (l >= a.lookups) {
-        src[l] = nullptr;
-        continue;
-      }
-      int64_t off = 0, rest = r;
-      for (int d = kEmbedMaxRank - 1; d >= 0; --d) {
-        off += (rest % a.dims[d]) * a.id_stride[l][d];
-        rest /= a.dims[d];
-      }
-      int64_t id = a.ids64[l] ? static_cast<const int64_t*>(a.ids[l])[off] : static_cast<const int32_t*>(a.ids[l])[off];
-      if (id < 0) id += a.rows_in_table[l];
-      // Ids outside the table cannot be reported from here: the row reads as zeros.
-      src[l] = id >= 0 && id < a.rows_in_table[l] ? static_cast<const T*>(a.table[l]) + id * a.hidden : nullptr;
-    }
+    for (int l = 0; l < kEmbedMaxLookups; ++l) src[l] = l < a.lookups ? lookup_row<T>(a, l, r) : nullptr;
     T* yr = static_cast<T*>(a.y) + r * a.hidden;
     float total = 0.f;
     for (int64_t k = lane; k < a.hidden; k += 32) {
@@ -59,6 +64,92 @@ __global__ void embed_layer_norm_kernel(EmbedArgs a) {
   }
 }
 
+template <class T, int C>
+__global__ void embed_ln_registers(EmbedArgs a) {
+  const int lane = threadIdx.x & 31;
+  const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  if (r >= a.rows) return;
+  const T* src[kEmbedMaxLookups];
+#pragma unroll
+  for (int l = 0; l < kEmbedMaxLookups; ++l) src[l] = l < a.lookups ? lookup_row<T>(a, l, r) : nullptr;
+  float s[C][8];
+  float total = 0.f;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const int64_t k = (int64_t(c) * 32 + lane) * 8;
+    if (k >= a.hidden) continue;
+    float terms[kEmbedMaxLookups][8];
+#pragma unroll
+    for (int l = 0; l < kEmbedMaxLookups; ++l) {
+      uint4 raw = make_uint4(0, 0, 0, 0);
+      if (src[l]) raw = *reinterpret_cast<const uint4*>(src[l] + k);
+      const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) terms[l][e] = to_float(v[e]);
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      float x = terms[0][e], skip = 0.f;
+      for (int l = 1; l < a.x_terms; ++l) x = round_to<T>(x + terms[l][e]);
+      if (a.x_terms < a.lookups) {
+        skip = terms[a.x_terms][e];
+        for (int l = a.x_terms + 1; l < a.lookups; ++l) skip = round_to<T>(skip + terms[l][e]);
+      }
+      s[c][e] = round_to<T>(x + skip);
+      total += s[c][e];
+    }
+    if (a.sum) {
+      T out[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) out[e] = from_float<T>(s[c][e]);
+      *reinterpret_cast<uint4*>(static_cast<T*>(a.sum) + r * a.hidden + k) = *reinterpret_cast<const uint4*>(out);
+    }
+  }
+  const float mean = warp_sum(total) / float(a.hidden);
+  float sq = 0.f;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if ((int64_t(c) * 32 + lane) * 8 >= a.hidden) continue;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sq += (s[c][e] - mean) * (s[c][e] - mean);
+  }
+  const float inv = rsqrtf(warp_sum(sq) / float(a.hidden) + a.epsilon);
+  T* yr = static_cast<T*>(a.y) + r * a.hidden;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const int64_t k = (int64_t(c) * 32 + lane) * 8;
+    if (k >= a.hidden) continue;
+    T out[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      out[e] = from_float<T>((s[c][e] - mean) * inv * a.gamma[k + e] + (a.beta ? a.beta[k + e] : 0.f));
+    *reinterpret_cast<uint4*>(yr + k) = *reinterpret_cast<const uint4*>(out);
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// Whether embed_ln_registers<T, C> serves `a`: rows a multiple of 8 elements (16 bytes), every
+// table, Y and the sum 16-byte aligned.
+bool registers_fit(const EmbedArgs& a, int chunks) {
+  if (a.hidden % 8 != 0 || a.hidden > int64_t(chunks) * 256 || !aligned16(a.y) || (a.sum && !aligned16(a.sum)))
+    return false;
+  for (int l = 0; l < a.lookups; ++l)
+    if (!aligned16(a.table[l])) return false;
+  return true;
+}
+
+template <class T>
+bool launch_registers(const EmbedArgs& a, unsigned blocks, cudaStream_t stream) {
+  const dim3 block(32 * kWarpsPerBlock);
+  if (registers_fit(a, 1)) embed_ln_registers<T, 1><<<blocks, block, 0, stream>>>(a);
+  else if (registers_fit(a, 2)) embed_ln_registers<T, 2><<<blocks, block, 0, stream>>>(a);
+  else if (registers_fit(a, 3)) embed_ln_registers<T, 3><<<blocks, block, 0, stream>>>(a);
+  else if (registers_fit(a, 4)) embed_ln_registers<T, 4><<<blocks, block, 0, stream>>>(a);
+  else return false;
+  return true;
+}
+
 }  // namespace
 
 cudaError_t launch_embed_layer_norm(DType dtype, const EmbedArgs& args, cudaStream_t stream) {
@@ -69,6 +160,13 @@ cudaError_t launch_embed_layer_norm(DType dtype, const EmbedArgs& args, cudaStre
   cudaError_t err = cudaErrorInvalidValue;
   dispatch_device_float(dtype, [&](auto tag) {
     using T = decltype(tag);
+    const int64_t row_blocks = (args.rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    if constexpr (sizeof(T) == 2) {
+      if (row_blocks <= INT32_MAX && launch_registers<T>(args, unsigned(row_blocks), stream)) {
+        err = cudaGetLastError();
+        return;
+      }
+    }
     embed_layer_norm_kernel<T><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(args);
     err = cudaGetLastError();
   });

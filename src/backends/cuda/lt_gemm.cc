@@ -19,7 +19,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "backends/cuda/lt_gemm_trial.h"
+#include "backends/cuda/cuda_stream_hold.h"
 
 namespace ingot::cuda {
 namespace {
@@ -149,7 +149,7 @@ Status make_layout(cublasLtMatrixLayout_t& out, cudaDataType_t type, int64_t row
 }
 
 // Heuristic candidates considered per shape, and timed runs of each (autotune()), enqueued
-// behind a hold of the stream long enough for the host to enqueue them all (lt_gemm_trial.h).
+// behind a hold of the stream long enough for the host to enqueue them all (cuda_stream_hold.h).
 constexpr int kCandidates = 32;
 constexpr int kTrialRuns = 10;
 constexpr int kTrialHoldMicroseconds = 300;

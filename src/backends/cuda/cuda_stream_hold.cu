@@ -1,7 +1,7 @@
-// launch_stream_hold (lt_gemm_trial.h).
+// launch_stream_hold (cuda_stream_hold.h).
 #include <cstdint>
 
-#include "backends/cuda/lt_gemm_trial.h"
+#include "backends/cuda/cuda_stream_hold.h"
 
 namespace ingot::cuda {
 namespace {
