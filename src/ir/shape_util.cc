@@ -48,4 +48,11 @@ Expected<int> normalize_axis(int64_t axis, int rank, const std::string& what) {
   return int(axis < 0 ? axis + rank : axis);
 }
 
+Shape channels_first_shape(const Shape& s, bool channels_last) {
+  if (!channels_last || s.size() < 3) return s;
+  Shape r = {s[0], s.back()};
+  r.insert(r.end(), s.begin() + 1, s.end() - 1);
+  return r;
+}
+
 }  // namespace ingot

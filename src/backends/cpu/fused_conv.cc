@@ -48,13 +48,6 @@ dnnl::memory::dims layout_strides(const dnnl::memory::dims& d, bool cl) {
 }
 md layout_desc(const dnnl::memory::dims& d, bool cl) { return md(d, dt::f32, layout_strides(d, cl)); }
 
-// Logical (N, C, spatial...) shape of a tensor stored with shape [N, spatial..., C] when `cl`.
-Shape to_logical(const Shape& s, bool cl) {
-  if (!cl || s.size() < 3) return s;
-  Shape r = {s[0], s.back()};
-  r.insert(r.end(), s.begin() + 1, s.end() - 1);
-  return r;
-}
 Shape to_physical(const Shape& l, bool cl) {
   if (!cl || l.size() < 3) return l;
   Shape r = {l[0]};
@@ -175,7 +168,7 @@ class FusedConvKernel : public OpKernel {
       if (ctx.has_input(i) && ctx.input_dtype(i) != t)
         return invalid_model("input " + std::to_string(i) + " has dtype " + dtype_name(ctx.input_dtype(i)) +
                              ", X has " + dtype_name(t));
-    Shape x = to_logical(ctx.input_shape(0), x_cl_);
+    Shape x = channels_first_shape(ctx.input_shape(0), x_cl_);
     const Shape& w = ctx.input_shape(1);
     if (x.size() < 3 || x.size() > 5)
       return unsupported("input 0 (X) has shape " + shape_str(x) + "; ingot supports 1-D, 2-D and 3-D convolutions");
@@ -201,7 +194,7 @@ class FusedConvKernel : public OpKernel {
     if (ctx.has_input(3)) {
       // The pass checked Z against the conv output for the shapes it optimized for; other
       // shapes may make Z broadcast (a dim of 1), which the slow path handles.
-      Shape z = to_logical(ctx.input_shape(3), z_cl_);
+      Shape z = channels_first_shape(ctx.input_shape(3), z_cl_);
       bool ok = z.size() == y.size();
       for (size_t i = 0; ok && i < z.size(); ++i) ok = z[i] == y[i] || z[i] == 1;
       if (!ok)
@@ -219,10 +212,10 @@ class FusedConvKernel : public OpKernel {
       Tensor& Y = ctx.output(0);
       if (Y.numel() == 0) return Status::ok();
       std::vector<int64_t> st, dl, pb, pe;
-      Shape ys, xs = to_logical(X.shape(), x_cl_);
+      Shape ys, xs = channels_first_shape(X.shape(), x_cl_);
       INGOT_RETURN_IF_ERROR(sp_.conv_geometry(xs, W.shape(), st, dl, pb, pe, ys));
       bool has_b = ctx.has_input(2), has_z = ctx.has_input(3);
-      bool fuse_z = has_z && to_logical(ctx.input(3).shape(), z_cl_) == ys;
+      bool fuse_z = has_z && channels_first_shape(ctx.input(3).shape(), z_cl_) == ys;
       bool w_const = w_f32_.defined() && W.raw() == w_src_;
       Shape k(W.shape().begin() + 2, W.shape().end());
       auto xd = to_dims(xs), yd = to_dims(ys);
@@ -348,7 +341,7 @@ class FusedConvKernel : public OpKernel {
   // y = act(y + z) with z broadcast over its dims of 1 (ranks are equal: infer() checked);
   // `yl` is Y's logical shape, and either tensor may be channels-last.
   void broadcast_sum_activate(const Tensor& Z, Tensor& Y, const Shape& yl) const {
-    Shape zl = to_logical(Z.shape(), z_cl_);
+    Shape zl = channels_first_shape(Z.shape(), z_cl_);
     auto ystr = layout_strides(to_dims(yl), y_cl_), zstr = layout_strides(to_dims(zl), z_cl_);
     auto lstr = strides_of(yl);
     const float* z = Z.data<float>();

@@ -33,14 +33,6 @@ struct Geometry {
   std::vector<int64_t> k, st, dl, pb, pe;
 };
 
-// Logical (N, C, spatial...) shape of a tensor stored as [N, spatial..., C] when `cl`.
-Shape to_logical(const Shape& s, bool cl) {
-  if (!cl || s.size() < 3) return s;
-  Shape r = {s[0], s.back()};
-  r.insert(r.end(), s.begin() + 1, s.end() - 1);
-  return r;
-}
-
 // The stored shape of a tensor of batch n, channels c and these spatial dims.
 Shape stored_shape(int64_t n, int64_t c, const Shape& spatial, bool cl) {
   Shape r = {n};
@@ -92,7 +84,7 @@ class PoolKernel : public OpKernel {
     if (stored.size() < 3)
       return invalid_argument("input 0 (X) has shape " + shape_str(stored) + "; pooling needs rank >= 3 (" +
                               (channels_last_ ? "N, spatial..., C" : "N, C, spatial...") + ")");
-    const Shape x = to_logical(stored, channels_last_);
+    const Shape x = channels_first_shape(stored, channels_last_);
     g.nd = x.size() - 2;
     g.n = x[0], g.c = x[1];
     if (sp_.kernel_shape.size() != g.nd)
@@ -363,7 +355,7 @@ class GlobalPoolKernel : public OpKernel {
     if (stored.size() < 3)
       return invalid_argument("input 0 (X) has shape " + shape_str(stored) + "; pooling needs rank >= 3 (" +
                               (x_channels_last_ ? "N, spatial..., C" : "N, C, spatial...") + ")");
-    Shape y = to_logical(stored, x_channels_last_);
+    Shape y = channels_first_shape(stored, x_channels_last_);
     for (size_t i = 2; i < y.size(); ++i) {
       if (y[i] == 0) return invalid_argument("input 0 (X) has an empty spatial dim: " + shape_str(stored));
       y[i] = 1;
@@ -373,7 +365,7 @@ class GlobalPoolKernel : public OpKernel {
   }
   Status compute(ComputeContext& ctx) const override {
     const Tensor& X = ctx.input(0);
-    const Shape x = to_logical(X.shape(), x_channels_last_);
+    const Shape x = channels_first_shape(X.shape(), x_channels_last_);
     const int64_t n = x[0], c = x[1], spatial = n * c != 0 ? X.numel() / (n * c) : 0;
     dispatch_pool(X.dtype(), mode_ == Mode::kMax, [&](auto tag) {
       using T = typename decltype(tag)::type;

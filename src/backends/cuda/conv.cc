@@ -36,6 +36,7 @@
 #include "backends/cpu/fused_conv_util.h"
 #include "backends/cuda/conv_impl.h"
 #include "backends/cuda/cuda_kernel.h"
+#include "ir/shape_util.h"
 
 namespace ingot::cuda {
 namespace {
@@ -53,14 +54,6 @@ bool is_conv_dtype(DType t) { return t == DType::kFloat32 || t == DType::kFloat1
 
 cudnnDataType_t cudnn_dtype(DType t) {
   return t == DType::kFloat16 ? CUDNN_DATA_HALF : t == DType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-}
-
-// Logical (N, C, spatial...) shape of a tensor stored as [N, spatial..., C] when `cl`.
-Shape to_logical(const Shape& s, bool cl) {
-  if (!cl || s.size() < 3) return s;
-  Shape r = {s[0], s.back()};
-  r.insert(r.end(), s.begin() + 1, s.end() - 1);
-  return r;
 }
 
 // Owns one cuDNN descriptor.
@@ -265,7 +258,7 @@ class CudnnConvKernel : public CudaKernel {
     e.bias = has_b ? ctx.input(2).raw() : nullptr;
     if (has_z) {
       const Tensor& Z = ctx.input(3);
-      Shape zl = to_logical(Z.shape(), z_cl_);
+      Shape zl = channels_first_shape(Z.shape(), z_cl_);
       e.z = Z.raw();
       e.z_nhwc = z_cl_;
       e.zn = zl[0], e.zk = zl[1];
@@ -293,11 +286,11 @@ class CudnnConvKernel : public CudaKernel {
       *why = "dtype " + dtype_name(t) + " (cuDNN path supports float32, float16, bfloat16)";
       return nullptr;
     }
-    const Shape x = to_logical(in[0].shape, x_cl_);
+    const Shape x = channels_first_shape(in[0].shape, x_cl_);
     const Shape& wshape = in[1].shape;
     const bool has_b = in.size() > 2 && in[2].present;
     const bool has_z = in.size() > 3 && in[3].present;
-    const Shape z = has_z ? to_logical(in[3].shape, z_cl_) : Shape{};
+    const Shape z = has_z ? channels_first_shape(in[3].shape, z_cl_) : Shape{};
     std::string key = dtype_name(t) + "|" + shape_str(x) + "|" + shape_str(wshape) + "|" + (has_b ? "b" : "-") + "|" +
                       (has_z ? shape_str(z) : "-");
     {

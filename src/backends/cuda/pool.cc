@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/pool_impl.h"
 #include "backends/cuda/reduce_impl.h"
+#include "ir/shape_util.h"
 
 namespace ingot::cuda {
 namespace {
@@ -17,14 +18,6 @@ namespace {
 using dnnl_util::Spatial;
 
 bool is_float_dtype(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
-
-// Logical (N, C, spatial...) shape of a tensor stored as [N, spatial..., C] when `cl`.
-Shape to_logical(const Shape& s, bool cl) {
-  if (!cl || s.size() < 3) return s;
-  Shape r = {s[0], s.back()};
-  r.insert(r.end(), s.begin() + 1, s.end() - 1);
-  return r;
-}
 
 class WindowPoolKernel : public CudaKernel {
  public:
@@ -62,7 +55,7 @@ class WindowPoolKernel : public CudaKernel {
   Status geometry(const Shape& stored, PoolGeometry& g) const {
     if (stored.size() < 3 || stored.size() > 5)
       return unsupported("input of rank " + std::to_string(stored.size()) + " (1-3 spatial dims)");
-    const Shape x = to_logical(stored, channels_last_);
+    const Shape x = channels_first_shape(stored, channels_last_);
     const size_t nd = x.size() - 2;
     if (sp_.kernel_shape.size() != nd) return invalid_model("kernel_shape does not match the input's spatial dims");
     Shape in(x.begin() + 2, x.end()), out;
@@ -121,7 +114,7 @@ class GlobalPoolKernel : public CudaKernel {
   Status compute(CudaComputeContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x_channels_last_) {
-      const Shape l = to_logical(x.shape(), true);
+      const Shape l = channels_first_shape(x.shape(), true);
       const int64_t n = l[0], c = l[1], spatial = shape_numel(l) / (n * c);
       const PoolMode mode = op_ == ReduceOp::kMax ? PoolMode::kMax : PoolMode::kAvg;
       INGOT_CUDA_RETURN_IF_ERROR(
