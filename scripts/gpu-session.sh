@@ -8,7 +8,7 @@
 #   scripts/gpu-check.sh --pack                      # here, first: .gpu/pack.tar.xz
 #   scripts/gpu-session.sh [--modes eager,default,reduce-overhead] [--budget 360] [--models a,b]
 #                          [--no-check] [--env NAME=VALUE]...   # on the GPU machine, .gpu carried
-# --env sets a variable for the ingot runs only (e.g. INGOT_CUDNN_FIND=1 for an A/B).
+# --env sets a variable for the ingot runs only (for an A/B of a switch such as INGOT_CUDA_PROFILE).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 modes=eager,default,reduce-overhead budget=360 models="" check=1
