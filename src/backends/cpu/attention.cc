@@ -38,6 +38,7 @@
 #include "backends/cpu/dnnl_util.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
+#include "ir/attention_attrs.h"
 
 namespace ingot {
 namespace {
@@ -135,17 +136,9 @@ std::unique_ptr<float[]> uninit(int64_t n) { return std::unique_ptr<float[]>(new
 class AttentionKernel : public OpKernel {
  public:
   Status init(const Node& node, int) override {
-    heads_ = node.attrs.get_int("num_heads", 0);
-    if (heads_ <= 0) return invalid_model("attribute num_heads must be positive, got " + std::to_string(heads_));
-    scale_ = node.attrs.get_float("scale", 1.f);
-    causal_ = node.attrs.get_int("causal", 0) != 0;
-    nan_to_zero_ = node.attrs.get_int("nan_to_zero", 0) != 0;
-    filter_ = node.attrs.get_float("mask_filter_value", -std::numeric_limits<float>::infinity());
-    std::string kind = node.attrs.get_string("mask_kind", "none");
-    if (kind == "none") mask_kind_ = MaskKind::kNone;
-    else if (kind == "add") mask_kind_ = MaskKind::kAdd;
-    else if (kind == "bool") mask_kind_ = MaskKind::kBool;
-    else return invalid_model("attribute mask_kind '" + kind + "' is not none, add or bool");
+    auto a = parse_attention_attrs(node);
+    if (!a) return a.status();
+    attrs_ = *a;
     return Status::ok();
   }
 
@@ -176,14 +169,14 @@ class AttentionKernel : public OpKernel {
     if (ctx.has_input(kBout) && (!ctx.has_input(kWout) || ctx.input_shape(kBout) != Shape{d.M}))
       return invalid_argument("input 5 (b_out) has shape " + shape_str(ctx.input_shape(kBout)) +
                               (ctx.has_input(kWout) ? ", expected [" + std::to_string(d.M) + "]" : " but W_out is absent"));
-    if (mask_kind_ == MaskKind::kNone && ctx.has_input(kMask))
+    if (attrs_.mask_kind == AttentionMaskKind::kNone && ctx.has_input(kMask))
       return invalid_model("input 3 (mask) is given but mask_kind is none");
-    if (mask_kind_ != MaskKind::kNone) {
+    if (attrs_.mask_kind != AttentionMaskKind::kNone) {
       if (!ctx.has_input(kMask)) return invalid_model("mask_kind is set but input 3 (mask) is absent");
       DType mt = ctx.input_dtype(kMask);
-      if (mask_kind_ == MaskKind::kBool ? mt != DType::kBool : !dtype_is_float(mt))
+      if (attrs_.mask_kind == AttentionMaskKind::kBool ? mt != DType::kBool : !dtype_is_float(mt))
         return invalid_argument("input 3 (mask) has dtype " + dtype_name(mt) + "; mask_kind " +
-                                (mask_kind_ == MaskKind::kBool ? "bool needs bool" : "add needs a float type"));
+                                (attrs_.mask_kind == AttentionMaskKind::kBool ? "bool needs bool" : "add needs a float type"));
       INGOT_RETURN_IF_ERROR(mask_strides(ctx.input_shape(kMask), d).status());
     }
     ctx.set_output(0, t, {d.B, d.S, d.M});
@@ -195,7 +188,6 @@ class AttentionKernel : public OpKernel {
   }
 
  private:
-  enum class MaskKind { kNone, kAdd, kBool };
   struct Dims {
     int64_t B, S, E, N, H, D, M;
   };
@@ -204,15 +196,15 @@ class AttentionKernel : public OpKernel {
   };
 
   Expected<Dims> dims(const Shape& x, const Shape& w, const Shape* wo) const {
-    Dims d{x[0], x[1], x[2], 0, heads_, 0, 0};
+    Dims d{x[0], x[1], x[2], 0, attrs_.heads, 0, 0};
     if (w.size() != 2 || w[0] != d.E || w[1] % 3)
       return invalid_argument("input 1 (W_qkv) has shape " + shape_str(w) + "; expected [" + std::to_string(d.E) +
                               ", 3*N] for X " + shape_str(x));
     d.N = w[1] / 3;
-    if (d.N == 0 || d.N % heads_)
+    if (d.N == 0 || d.N % attrs_.heads)
       return invalid_argument("projection width " + std::to_string(d.N) + " (W_qkv " + shape_str(w) +
-                              ") is not a positive multiple of num_heads " + std::to_string(heads_));
-    d.D = d.N / heads_;
+                              ") is not a positive multiple of num_heads " + std::to_string(attrs_.heads));
+    d.D = d.N / attrs_.heads;
     d.M = d.N;
     if (wo) {
       if (wo->size() != 2 || (*wo)[0] != d.N)
@@ -269,9 +261,9 @@ class AttentionKernel : public OpKernel {
 
     Tensor mask;
     MaskStrides ms;
-    if (mask_kind_ != MaskKind::kNone) {
+    if (attrs_.mask_kind != AttentionMaskKind::kNone) {
       INGOT_ASSIGN_OR_RETURN(ms, mask_strides(ctx.input(kMask).shape(), d));
-      mask = mask_kind_ == MaskKind::kAdd ? to_f32(ctx.input(kMask)) : ctx.input(kMask);
+      mask = attrs_.mask_kind == AttentionMaskKind::kAdd ? to_f32(ctx.input(kMask)) : ctx.input(kMask);
     }
     heads(d, qkv.get(), mask, ms, context);
 
@@ -300,11 +292,11 @@ class AttentionKernel : public OpKernel {
   void heads(const Dims& d, const float* qkv, const Tensor& mask, const MaskStrides& ms, float* context) const {
     const float kNegInf = -std::numeric_limits<float>::infinity();
     attention_util::Core c{d.B, d.S, d.H, d.D, d.N, qkv, context,
-                           mask_kind_ == MaskKind::kAdd ? mask.data<float>() : nullptr,
-                           mask_kind_ == MaskKind::kBool ? mask.data<bool>() : nullptr,
-                           ms.b, ms.h, ms.q, ms.k, scale_, filter_, causal_, nan_to_zero_,
+                           attrs_.mask_kind == AttentionMaskKind::kAdd ? mask.data<float>() : nullptr,
+                           attrs_.mask_kind == AttentionMaskKind::kBool ? mask.data<bool>() : nullptr,
+                           ms.b, ms.h, ms.q, ms.k, attrs_.scale, attrs_.filter, attrs_.causal, attrs_.nan_to_zero,
                            // Masked keys can be skipped only when masking means exactly "probability 0".
-                           mask_kind_ == MaskKind::kAdd || (mask_kind_ == MaskKind::kBool && filter_ == kNegInf)};
+                           attrs_.mask_kind == AttentionMaskKind::kAdd || (attrs_.mask_kind == AttentionMaskKind::kBool && attrs_.filter == kNegInf)};
     const int64_t qblocks = (d.S + attention_util::kQueryBlock - 1) / attention_util::kQueryBlock;
     const bool avx512 = has_avx512();
     parallel_for(d.B * d.H * qblocks, std::max<int64_t>(1, attention_util::kQueryBlock * d.S * d.D * 4),
@@ -314,10 +306,7 @@ class AttentionKernel : public OpKernel {
                  });
   }
 
-  int64_t heads_ = 0;
-  float scale_ = 1.f, filter_ = 0.f;
-  bool causal_ = false, nan_to_zero_ = false;
-  MaskKind mask_kind_ = MaskKind::kNone;
+  AttentionAttrs attrs_;
   PackedLinear qkv_, out_;
 };
 

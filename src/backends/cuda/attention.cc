@@ -4,12 +4,12 @@
 //      and written head-interleaved into [B*S, N] without transposes
 //   3. Y = context · W_out + b_out         a second GEMM (without W_out the context is Y itself)
 // Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*S, N] when W_out is given].
-#include <limits>
 #include <string>
 
 #include "backends/cuda/attention_impl.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/lt_gemm.h"
+#include "ir/attention_attrs.h"
 
 namespace ingot::cuda {
 namespace {
@@ -23,17 +23,9 @@ bool is_device_float(DType t) { return t == DType::kFloat32 || t == DType::kFloa
 class AttentionKernel : public CudaKernel {
  public:
   Status init(const Node& node, int) override {
-    heads_ = node.attrs.get_int("num_heads", 0);
-    if (heads_ <= 0) return invalid_model("attribute num_heads must be positive, got " + std::to_string(heads_));
-    scale_ = node.attrs.get_float("scale", 1.f);
-    causal_ = node.attrs.get_int("causal", 0) != 0;
-    nan_to_zero_ = node.attrs.get_int("nan_to_zero", 0) != 0;
-    filter_ = node.attrs.get_float("mask_filter_value", -std::numeric_limits<float>::infinity());
-    std::string kind = node.attrs.get_string("mask_kind", "none");
-    if (kind == "none") mask_kind_ = MaskKind::kNone;
-    else if (kind == "add") mask_kind_ = MaskKind::kAdd;
-    else if (kind == "bool") mask_kind_ = MaskKind::kBool;
-    else return invalid_model("attribute mask_kind '" + kind + "' is not none, add or bool");
+    auto a = parse_attention_attrs(node);
+    if (!a) return a.status();
+    attrs_ = *a;
     return Status::ok();
   }
 
@@ -46,14 +38,14 @@ class AttentionKernel : public CudaKernel {
       if (present(i) && in[size_t(i)].dtype != t) return "input " + std::to_string(i) + " dtype differs from X";
     if (present(kMask)) {
       DType mt = in[kMask].dtype;
-      if (mask_kind_ == MaskKind::kBool ? mt != DType::kBool : !is_device_float(mt))
+      if (attrs_.mask_kind == AttentionMaskKind::kBool ? mt != DType::kBool : !is_device_float(mt))
         return "mask dtype " + dtype_name(mt);
     }
     const Shape& x = in[kX].shape;
     const Shape& w = in[kWqkv].shape;
     if (x.size() != 3 || w.size() != 2) return "X or W_qkv rank";
     if (x[2] == 0) return "hidden size 0";
-    const int64_t D = w[1] / 3 / heads_;
+    const int64_t D = w[1] / 3 / attrs_.heads;
     if (D > kAttentionMaxHeadDim)
       return "head size " + std::to_string(D) + " > " + std::to_string(kAttentionMaxHeadDim);
     return {};
@@ -88,13 +80,13 @@ class AttentionKernel : public CudaKernel {
 
     AttentionCoreArgs a;
     a.qkv = qkv, a.context = context;
-    a.B = B, a.S = S, a.H = heads_, a.D = N / heads_, a.dtype = t;
-    if (mask_kind_ != MaskKind::kNone) {
+    a.B = B, a.S = S, a.H = attrs_.heads, a.D = N / attrs_.heads, a.dtype = t;
+    if (attrs_.mask_kind != AttentionMaskKind::kNone) {
       const Tensor& mask = ctx.input(kMask);
       INGOT_RETURN_IF_ERROR(mask_strides(mask.shape(), B, S, a));
       a.mask = mask.raw(), a.mask_dtype = mask.dtype();
     }
-    a.scale = scale_, a.filter = filter_, a.causal = causal_, a.nan_to_zero = nan_to_zero_;
+    a.scale = attrs_.scale, a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
     a.sm_count = ctx.handles().sm_count;
     INGOT_RETURN_IF_ERROR(cuda_status(launch_attention_core(a, ctx.stream()), "attention core"));
 
@@ -109,11 +101,10 @@ class AttentionKernel : public CudaKernel {
   }
 
  private:
-  enum class MaskKind { kNone, kAdd, kBool };
 
   // Element strides of the mask broadcast (numpy rules) to [B, heads, S, S]; 0 on broadcast axes.
   Status mask_strides(const Shape& m, int64_t B, int64_t S, AttentionCoreArgs& a) const {
-    const Shape target{B, heads_, S, S};
+    const Shape target{B, attrs_.heads, S, S};
     if (m.size() > 4) return invalid_argument("input 3 (mask) of shape " + shape_str(m) + " has rank above 4");
     Shape m4(4 - m.size(), 1);
     m4.insert(m4.end(), m.begin(), m.end());
@@ -129,10 +120,7 @@ class AttentionKernel : public CudaKernel {
     return Status::ok();
   }
 
-  int64_t heads_ = 0;
-  float scale_ = 1.f, filter_ = 0.f;
-  bool causal_ = false, nan_to_zero_ = false;
-  MaskKind mask_kind_ = MaskKind::kNone;
+  AttentionAttrs attrs_;
 };
 
 }  // namespace

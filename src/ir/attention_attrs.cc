@@ -1,0 +1,25 @@
+// parse_attention_attrs (attention_attrs.h).
+#include "ir/attention_attrs.h"
+
+#include <limits>
+#include <string>
+
+namespace ingot {
+
+Expected<AttentionAttrs> parse_attention_attrs(const Node& node) {
+  AttentionAttrs a;
+  a.heads = node.attrs.get_int("num_heads", 0);
+  if (a.heads <= 0) return invalid_model("attribute num_heads must be positive, got " + std::to_string(a.heads));
+  a.scale = node.attrs.get_float("scale", 1.f);
+  a.causal = node.attrs.get_int("causal", 0) != 0;
+  a.nan_to_zero = node.attrs.get_int("nan_to_zero", 0) != 0;
+  a.filter = node.attrs.get_float("mask_filter_value", -std::numeric_limits<float>::infinity());
+  const std::string kind = node.attrs.get_string("mask_kind", "none");
+  if (kind == "none") a.mask_kind = AttentionMaskKind::kNone;
+  else if (kind == "add") a.mask_kind = AttentionMaskKind::kAdd;
+  else if (kind == "bool") a.mask_kind = AttentionMaskKind::kBool;
+  else return invalid_model("attribute mask_kind '" + kind + "' is not none, add or bool");
+  return a;
+}
+
+}  // namespace ingot
