@@ -8,46 +8,13 @@
 
 #include "gpu_test_util.h"
 #include "ir/elementwise_program.h"
+#include "../ops/graph_builder.h"
 
 namespace ingot::testing {
 namespace {
 
-struct Builder {
-  Model m;
-  Builder() {
-    m.path = "test:elementwise_fused";
-    m.ir_version = 8;
-    m.opsets[""] = 20;
-  }
-  ValueId input(const std::string& name, DType dt, const Shape& shape) {
-    ValueId id = m.graph.intern(name);
-    m.graph.value(id).dtype = dt;
-    SymShape s;
-    for (int64_t d : shape) s.push_back(Dim{d, {}});
-    m.graph.value(id).shape = s;
-    m.graph.inputs.push_back(id);
-    return id;
-  }
-  ValueId scalar(const std::string& name, float v) {
-    Tensor t(DType::kFloat32, {});
-    t.data<float>()[0] = v;
-    ValueId id = m.graph.intern(name);
-    m.graph.value(id).dtype = DType::kFloat32;
-    m.graph.initializers[id] = std::move(t);
-    return id;
-  }
-  ValueId node(const std::string& op, std::vector<ValueId> ins, const std::string& out, Attributes attrs = {}) {
-    Node n;
-    n.op_type = op;
-    n.name = out + "_node";
-    n.inputs = std::move(ins);
-    ValueId o = m.graph.intern(out);
-    n.outputs = {o};
-    n.attrs = std::move(attrs);
-    m.graph.nodes.push_back(std::move(n));
-    return o;
-  }
-  void output(ValueId v) { m.graph.outputs.push_back(v); }
+struct Builder : GraphBuilder {
+  Builder() : GraphBuilder("test:elementwise_fused") {}
 };
 
 Attributes one(const std::string& k, Attribute v) {
