@@ -328,7 +328,9 @@ Expected<std::vector<Tensor>> CudaContext::run(const std::vector<Tensor>& inputs
     }
   }
   INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[3], st));
-  profile_enqueue_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - enqueue_start).count();
+  if (profiling_)
+    profile_enqueue_ms_ =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - enqueue_start).count();
   INGOT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     if (outs[i].defined()) continue;
