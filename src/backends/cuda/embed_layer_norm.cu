@@ -18,14 +18,39 @@ using norm::warp_sum;
 // Four warps (rows) per block: BERT's 128-token batch-1 input is then 32 blocks, not 16.
 constexpr int kWarpsPerBlock = 4;
 
-// The table row of lookup l for output row r, or null when the id is outside the table (the row
-// then reads as zeros: a kernel cannot report the id, the CPU path does).
-template <class T> __device__ __forceinline__ const T* lookup_row(const EmbedArgs& a, int l, int64_t r) {
-  int64_t off = 0, rest = r;
-  for (int d = kEmbedMaxRank - 1; d >= 0; --d) {
-    off += (rest % a.dims[d]) * a.id_stride[l][d];
-    rest /= a.dims[d];
+// Row r's coordinates in the broadcast ids shape. 32-bit division when the rows fit: 64-bit
+// division is a long instruction sequence, and at batch 1 it sits before the first load.
+struct RowCoords {
+  int64_t at[kEmbedMaxRank];
+};
+
+__device__ __forceinline__ RowCoords row_coords(const EmbedArgs& a, int64_t r) {
+  RowCoords rc;
+  if (a.rows <= INT32_MAX) {
+    uint32_t rest = uint32_t(r);
+#pragma unroll
+    for (int d = kEmbedMaxRank - 1; d >= 0; --d) {
+      const uint32_t n = uint32_t(a.dims[d]);
+      rc.at[d] = rest % n;
+      rest /= n;
+    }
+  } else {
+    int64_t rest = r;
+#pragma unroll
+    for (int d = kEmbedMaxRank - 1; d >= 0; --d) {
+      rc.at[d] = rest % a.dims[d];
+      rest /= a.dims[d];
+    }
   }
+  return rc;
+}
+
+// The table row of lookup l at these coordinates, or null when the id is outside the table (the
+// row then reads as zeros: a kernel cannot report the id, the CPU path does).
+template <class T> __device__ __forceinline__ const T* lookup_row(const EmbedArgs& a, int l, const RowCoords& rc) {
+  int64_t off = 0;
+#pragma unroll
+  for (int d = 0; d < kEmbedMaxRank; ++d) off += rc.at[d] * a.id_stride[l][d];
   int64_t id = a.ids64[l] ? static_cast<const int64_t*>(a.ids[l])[off] : static_cast<const int32_t*>(a.ids[l])[off];
   if (id < 0) id += a.rows_in_table[l];
   return id >= 0 && id < a.rows_in_table[l] ? static_cast<const T*>(a.table[l]) + id * a.hidden : nullptr;
@@ -36,8 +61,9 @@ __global__ void embed_layer_norm_kernel(EmbedArgs a) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
   for (int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); r < a.rows; r += warps) {
+    const RowCoords rc = row_coords(a, r);
     const T* src[kEmbedMaxLookups];
-    for (int l = 0; l < kEmbedMaxLookups; ++l) src[l] = l < a.lookups ? lookup_row<T>(a, l, r) : nullptr;
+    for (int l = 0; l < kEmbedMaxLookups; ++l) src[l] = l < a.lookups ? lookup_row<T>(a, l, rc) : nullptr;
     T* yr = static_cast<T*>(a.y) + r * a.hidden;
     float total = 0.f;
     for (int64_t k = lane; k < a.hidden; k += 32) {
@@ -65,40 +91,61 @@ __global__ void embed_layer_norm_kernel(EmbedArgs a) {
 }
 
 template <class T, int C>
-__global__ void embed_ln_registers(EmbedArgs a) {
+__global__ void __launch_bounds__(32 * kWarpsPerBlock) embed_ln_registers(const EmbedArgs a) {
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (r >= a.rows) return;
+  // At batch 1 this kernel is a chain of memory latencies (id -> table row -> statistics), so
+  // every load is issued before any is used: gamma and beta first (they need no id), then the
+  // ids, then every row chunk of every table. Loops over lookups are unrolled to the maximum
+  // with guards, so the arrays stay in registers (an index known only at run time would put
+  // them in local memory and serialise the loads).
+  float4 g[C][2], b[C][2];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const int64_t k = (int64_t(c) * 32 + lane) * 8;
+    const bool in = k < a.hidden;
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    g[c][0] = in ? __ldg(reinterpret_cast<const float4*>(a.gamma + k)) : zero;
+    g[c][1] = in ? __ldg(reinterpret_cast<const float4*>(a.gamma + k + 4)) : zero;
+    b[c][0] = in && a.beta ? __ldg(reinterpret_cast<const float4*>(a.beta + k)) : zero;
+    b[c][1] = in && a.beta ? __ldg(reinterpret_cast<const float4*>(a.beta + k + 4)) : zero;
+  }
+  const RowCoords rc = row_coords(a, r);
   const T* src[kEmbedMaxLookups];
 #pragma unroll
-  for (int l = 0; l < kEmbedMaxLookups; ++l) src[l] = l < a.lookups ? lookup_row<T>(a, l, r) : nullptr;
+  for (int l = 0; l < kEmbedMaxLookups; ++l) src[l] = l < a.lookups ? lookup_row<T>(a, l, rc) : nullptr;
+  uint4 raw[kEmbedMaxLookups][C];
+#pragma unroll
+  for (int l = 0; l < kEmbedMaxLookups; ++l)
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int64_t k = (int64_t(c) * 32 + lane) * 8;
+      raw[l][c] = src[l] && k < a.hidden ? __ldg(reinterpret_cast<const uint4*>(src[l] + k)) : make_uint4(0, 0, 0, 0);
+    }
+
   float s[C][8];
   float total = 0.f;
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    const int64_t k = (int64_t(c) * 32 + lane) * 8;
-    if (k >= a.hidden) continue;
-    float terms[kEmbedMaxLookups][8];
-#pragma unroll
-    for (int l = 0; l < kEmbedMaxLookups; ++l) {
-      uint4 raw = make_uint4(0, 0, 0, 0);
-      if (src[l]) raw = *reinterpret_cast<const uint4*>(src[l] + k);
-      const T* v = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) terms[l][e] = to_float(v[e]);
-    }
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      float x = terms[0][e], skip = 0.f;
-      for (int l = 1; l < a.x_terms; ++l) x = round_to<T>(x + terms[l][e]);
-      if (a.x_terms < a.lookups) {
-        skip = terms[a.x_terms][e];
-        for (int l = a.x_terms + 1; l < a.lookups; ++l) skip = round_to<T>(skip + terms[l][e]);
+      // x: the first x_terms lookups, skip: the rest, each summed in order and rounded.
+      float x = 0.f, skip = 0.f;
+#pragma unroll
+      for (int l = 0; l < kEmbedMaxLookups; ++l) {
+        if (l >= a.lookups) break;
+        const float t = to_float(reinterpret_cast<const T*>(&raw[l][c])[e]);
+        if (l == 0) x = t;
+        else if (l < a.x_terms) x = round_to<T>(x + t);
+        else if (l == a.x_terms) skip = t;
+        else skip = round_to<T>(skip + t);
       }
-      s[c][e] = round_to<T>(x + skip);
+      s[c][e] = (int64_t(c) * 32 + lane) * 8 < a.hidden ? round_to<T>(x + skip) : 0.f;
       total += s[c][e];
     }
-    if (a.sum) {
+    const int64_t k = (int64_t(c) * 32 + lane) * 8;
+    if (a.sum && k < a.hidden) {
       T out[8];
 #pragma unroll
       for (int e = 0; e < 8; ++e) out[e] = from_float<T>(s[c][e]);
@@ -119,10 +166,11 @@ __global__ void embed_ln_registers(EmbedArgs a) {
   for (int c = 0; c < C; ++c) {
     const int64_t k = (int64_t(c) * 32 + lane) * 8;
     if (k >= a.hidden) continue;
+    const float gm[8] = {g[c][0].x, g[c][0].y, g[c][0].z, g[c][0].w, g[c][1].x, g[c][1].y, g[c][1].z, g[c][1].w};
+    const float bt[8] = {b[c][0].x, b[c][0].y, b[c][0].z, b[c][0].w, b[c][1].x, b[c][1].y, b[c][1].z, b[c][1].w};
     T out[8];
 #pragma unroll
-    for (int e = 0; e < 8; ++e)
-      out[e] = from_float<T>((s[c][e] - mean) * inv * a.gamma[k + e] + (a.beta ? a.beta[k + e] : 0.f));
+    for (int e = 0; e < 8; ++e) out[e] = from_float<T>((s[c][e] - mean) * inv * gm[e] + bt[e]);
     *reinterpret_cast<uint4*>(yr + k) = *reinterpret_cast<const uint4*>(out);
   }
 }
@@ -130,9 +178,10 @@ __global__ void embed_ln_registers(EmbedArgs a) {
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 // Whether embed_ln_registers<T, C> serves `a`: rows a multiple of 8 elements (16 bytes), every
-// table, Y and the sum 16-byte aligned.
+// table, Y, the sum, gamma and beta 16-byte aligned.
 bool registers_fit(const EmbedArgs& a, int chunks) {
-  if (a.hidden % 8 != 0 || a.hidden > int64_t(chunks) * 256 || !aligned16(a.y) || (a.sum && !aligned16(a.sum)))
+  if (a.hidden % 8 != 0 || a.hidden > int64_t(chunks) * 256 || !aligned16(a.y) || (a.sum && !aligned16(a.sum)) ||
+      !aligned16(a.gamma) || (a.beta && !aligned16(a.beta)))
     return false;
   for (int l = 0; l < a.lookups; ++l)
     if (!aligned16(a.table[l])) return false;
