@@ -63,7 +63,11 @@ using PassFactory = std::function<std::unique_ptr<Pass>()>;
 bool register_pass(const std::string& name, PassFactory factory);
 const std::map<std::string, PassFactory>& registered_passes();
 
+// The optimizer runs in two stages with precision conversion between them (engine.cc).
+enum class PassStage { kBeforePrecision, kAfterPrecision };
+
 struct OptimizeOptions {
+  PassStage stage = PassStage::kBeforePrecision;
   std::set<std::string> disabled;          // pass names; INGOT_DISABLE_PASSES=a,b adds more
   // Input shapes to serve: opt first, then each profile's min and max. Empty: none bound.
   std::vector<ShapeBinding> bindings;
@@ -77,14 +81,14 @@ struct PassReport {
   std::vector<std::string> notes;  // PassContext::note()s of this pass
 };
 
-// The pass names in the order they run.
-const std::vector<std::string>& pass_order();
-// Runs every enabled pass in order on model.graph.
+// The pass names of one stage in the order they run.
+const std::vector<std::string>& pass_order(PassStage stage = PassStage::kBeforePrecision);
 // Unbound dims set to 1: enough for structural questions (head counts, hidden sizes). Inputs of
 // unknown rank are left out.
 ShapeBinding probe_binding(const Model& m);
 // Shape inference of `m` for one binding (declared static dims fill in unbound inputs).
 Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes);
+// Runs every enabled pass of opts.stage in order on model.graph.
 Expected<std::vector<PassReport>> optimize(Model& model, const OptimizeOptions& opts);
 
 }  // namespace ingot

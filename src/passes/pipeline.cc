@@ -7,7 +7,14 @@
 
 namespace ingot {
 
-const std::vector<std::string>& pass_order() {
+const std::vector<std::string>& pass_order(PassStage stage) {
+  // After precision conversion (engine.cc runs it between the two stages): passes that fold
+  // what conversion adds.
+  static const std::vector<std::string> after_precision = {
+      // A half-precision product's float32 output Cast becomes the product's own output dtype.
+      "fuse_output_cast",
+  };
+  if (stage == PassStage::kAfterPrecision) return after_precision;
   static const std::vector<std::string> order = {
       // Identity/Dropout first: they hide producer-consumer links every matcher below needs.
       "eliminate_identity",
@@ -103,18 +110,19 @@ Expected<std::vector<PassReport>> optimize(Model& model, const OptimizeOptions& 
   }
   for (const auto& name : disabled) {
     bool known = false;
-    for (const auto& p : pass_order()) known |= p == name;
-    if (!known) {
-      std::string all;
-      for (const auto& p : pass_order()) all += (all.empty() ? "" : ", ") + p;
-      return invalid_argument("unknown pass '" + name + "' (passes: " + all + ")");
-    }
+    std::string all;
+    for (PassStage s : {PassStage::kBeforePrecision, PassStage::kAfterPrecision})
+      for (const auto& p : pass_order(s)) {
+        known |= p == name;
+        all += (all.empty() ? "" : ", ") + p;
+      }
+    if (!known) return invalid_argument("unknown pass '" + name + "' (passes: " + all + ")");
   }
   // Fused nodes live in ingot's own domain.
   model.opsets["ingot"] = 1;
   PassContext ctx(opts.bindings);
   std::vector<PassReport> reports;
-  for (const auto& name : pass_order()) {
+  for (const auto& name : pass_order(opts.stage)) {
     PassReport r;
     r.name = name;
     r.nodes_before = r.nodes_after = model.graph.nodes.size();

@@ -187,6 +187,14 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
   Status precision = cuda ? apply_device_precision(e->model_, opts.precision, !opts.from_engine_file)
                           : apply_precision(e->model_, opts.precision, !opts.from_engine_file);
   INGOT_RETURN_IF_ERROR(precision.with_context(e->model_.path + ": "));
+  if (opts.optimize) {
+    OptimizeOptions oo;
+    oo.stage = PassStage::kAfterPrecision;
+    oo.disabled = opts.disabled_passes;
+    auto reports = optimize(e->model_, oo);
+    if (!reports) return reports.status().with_context(e->model_.path + ": ");
+    e->pass_reports_.insert(e->pass_reports_.end(), reports->begin(), reports->end());
+  }
   const Graph& g = e->model_.graph;
   for (ValueId id : g.inputs) {
     const ValueInfo& v = g.value(id);

@@ -1,6 +1,8 @@
 // FusedMatMul with a constant W whose rows are not 16-byte multiples (a 1001-token LM head):
 // the product over the zero-padded width, in bounded row chunks, equals the CPU's, with and
-// without a bias, in float32 and float16.
+// without a bias, in float32 and float16. In float16 engines the output Cast is folded into the
+// product (fuse_output_cast): half-precision products widened to float32 on the way out of
+// scratch, padded or not, float16 and bfloat16, equal the CPU's.
 #include "gpu_test_util.h"
 
 namespace ingot::testing {
@@ -31,6 +33,54 @@ TEST(GpuGemmPadded, LmHeadWidthMatchesCpu) {
       auto got = run_model_on(m, {{"in0", a}}, "cuda", "fp16");
       ASSERT_EQ(ref.size(), got.size());
       for (size_t i = 0; i < ref.size(); ++i) expect_close(got[i], ref[i], 2e-2, 1e-2, what + " fp16");
+    }
+  }
+}
+
+// The FusedMatMul of a float16 engine writes the float32 graph output itself.
+TEST(GpuGemmPadded, Fp16EngineFoldsTheOutputCast) {
+  INGOT_REQUIRE_GPU();
+  Tensor a = random_tensor({2, 5, 64}, 11);
+  Tensor w = random_tensor({64, 1001}, 12);
+  EngineOptions o;
+  o.device = "cuda";
+  o.precision = "fp16";
+  auto e = Engine::from_model(lm_head(a, w, nullptr, ""), o);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  int widened = 0;
+  for (const Node& n : (*e)->model().graph.nodes)
+    widened += n.op_type == "FusedMatMul" && n.attrs.get_int("output_dtype", 0) == int64_t(DType::kFloat32);
+  EXPECT_EQ(widened, 1);
+}
+
+// output_dtype = float32 on float16/bfloat16 inputs, widths padded (1001) and not (1000), with
+// and without bias and GELU, against the CPU kernel on the same half-precision inputs.
+TEST(GpuGemmPadded, WidenedHalfProductMatchesCpu) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t n : {1001, 1000}) {
+      for (const char* act : {"", "Gelu"}) {
+        for (bool with_bias : {true, false}) {
+          Tensor a = random_of(dt, {3, 7, 64}, 21);
+          Tensor w = random_of(dt, {64, n}, 22);
+          Tensor b = random_of(dt, {n}, 23);
+          Model m = lm_head(a, w, with_bias ? &b : nullptr, act);
+          for (Node& node : m.graph.nodes) node.attrs.set("output_dtype", int_attr(int64_t(DType::kFloat32)));
+          m.graph.value(m.graph.outputs[0]).dtype = DType::kFloat32;
+          const std::string what = std::string(dtype_name(dt)) + " width " + std::to_string(n) + " act '" + act + "'" +
+                                   (with_bias ? " with bias" : "");
+          auto ref = run_model_on(m, {{"in0", a}}, "cpu", "fp32");
+          auto got = run_model_on(m, {{"in0", a}}, "cuda", "fp32");
+          ASSERT_EQ(ref.size(), 1u) << what;
+          ASSERT_EQ(got.size(), 1u) << what;
+          EXPECT_EQ(got[0].dtype(), DType::kFloat32) << what;
+          // Both accumulate in float32 from the same half inputs; the GPU rounds the product to
+          // the half dtype in scratch before widening it (half an ulp: 2^-11 or 2^-8 relative)
+          // and its GELU epilogue is the tanh form (4.7e-4 from erf at most).
+          const bool bf16 = dt == DType::kBFloat16;
+          expect_close(got[0], ref[0], bf16 ? 4e-3 : 2e-3, bf16 ? 8e-3 : 2e-3, what);
+        }
+      }
     }
   }
 }

@@ -1,6 +1,8 @@
 // ingot.FusedMatMul (made by the fuse_linear pass): Y = act(A x W + bias) with A [..., K]
 // (batch dims folded into M), W [K, N], bias [N] optional, activation "" | "Relu" | "Gelu" |
-// "GeluTanh", precision "fp32" | "bf16". One oneDNN matmul with the bias as its bias argument
+// "GeluTanh", precision "fp32" | "bf16", output_dtype 0 (A's dtype) | 1 (float32: a float16 or
+// bfloat16 product written in float32, the Cast after it folded in by fuse_output_cast). One
+// oneDNN matmul with the bias as its bias argument
 // and the activation as an eltwise post-op, so the output is written once.
 //
 // Constant weights are reordered once, in prepare(), into the blocked layout oneDNN's brgemm
@@ -46,6 +48,10 @@ class FusedMatMulKernel : public OpKernel {
     if (p != "fp32" && p != "bf16") return invalid_model("attribute 'precision' = '" + p + "' must be \"fp32\" or \"bf16\"");
     spec_.bf16 = p == "bf16";
     spec_.bias = node.inputs.size() > 2 && node.inputs[2] != kNoValue;
+    const int64_t out = node.attrs.get_int("output_dtype", 0);
+    if (out != 0 && out != int64_t(DType::kFloat32))
+      return invalid_model("attribute 'output_dtype' = " + std::to_string(out) + " must be 0 (A's dtype) or 1 (float32)");
+    float_output_ = out != 0;
     return Status::ok();
   }
 
@@ -90,7 +96,7 @@ class FusedMatMulKernel : public OpKernel {
                               shape_str(ctx.input_shape(2)));
     Shape out(a.begin(), a.end() - 1);
     out.push_back(w[1]);
-    ctx.set_output(0, t, out);
+    ctx.set_output(0, float_output_ ? DType::kFloat32 : t, out);
     return Status::ok();
   }
 
@@ -184,6 +190,7 @@ class FusedMatMulKernel : public OpKernel {
   }
 
   Spec spec_;
+  bool float_output_ = false;  // output_dtype = float32
   // Set once in prepare(), read-only afterwards.
   dnnl::memory packed_;
   const void* packed_from_ = nullptr;  // the constant W's buffer that packed_ was made from

@@ -224,7 +224,9 @@ class GemmKernel : public CudaKernel {
 
 // ingot.FusedMatMul: Y = act(A x W + bias), A [..., K] (batch dims folded into M), W [K, N],
 // bias [N] optional. The `precision` attribute is the CPU's choice of matrix unit; on CUDA
-// the tensors' dtypes decide.
+// the tensors' dtypes decide. output_dtype = float32 with float16/bfloat16 inputs (a Cast
+// folded in by fuse_output_cast): the product is computed in the inputs' dtype into scratch and
+// widened on its way into Y, one kernel where the Cast was a copy and a kernel.
 //
 // cuBLASLt's GELU epilogue is the tanh approximation. For float32 outputs "Gelu" stays exact
 // (erf; BERT's logits are compared with the float32 reference at 1e-4) and "GeluTanh" gets a
@@ -244,12 +246,17 @@ class FusedMatMulKernel : public CudaKernel {
     else if (a == "Gelu") act_ = Act::kGelu;
     else if (a == "GeluTanh") act_ = Act::kGeluTanh;
     else return invalid_model("attribute 'activation' = '" + a + "' must be \"\", \"Relu\", \"Gelu\" or \"GeluTanh\"");
+    const int64_t out = node.attrs.get_int("output_dtype", 0);
+    if (out != 0 && out != int64_t(DType::kFloat32))
+      return invalid_model("attribute 'output_dtype' = " + std::to_string(out) + " must be 0 (A's dtype) or 1 (float32)");
     return Status::ok();
   }
 
-  std::string supports(const std::vector<InputMeta>& inputs, const std::vector<OutputMeta>&) const override {
+  std::string supports(const std::vector<InputMeta>& inputs, const std::vector<OutputMeta>& outputs) const override {
     if (inputs.size() < 2 || !inputs[0].present || !inputs[1].present) return "needs inputs A and W";
     if (std::string r = dtype_reason(inputs); !r.empty()) return r;
+    if (!outputs.empty() && outputs[0].dtype != inputs[0].dtype && outputs[0].dtype != DType::kFloat32)
+      return "output dtype " + dtype_name(outputs[0].dtype);
     const Shape& a = inputs[0].shape;
     const Shape& w = inputs[1].shape;
     if (a.empty() || w.size() != 2) return "A must have rank >= 1 and W rank 2";
@@ -292,10 +299,13 @@ class FusedMatMulKernel : public CudaKernel {
   }
 
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>& out) const override {
-    if (!w_padded_.defined() || in.size() < 2 || !in[1].value || out.empty() || out[0].shape.empty())
-      return kGemmWorkspaceBytes;
+    if (in.size() < 2 || out.empty() || out[0].shape.empty()) return kGemmWorkspaceBytes;
+    const bool padded = w_padded_.defined() && in[1].value;
+    if (!padded && out[0].dtype == in[0].dtype) return kGemmWorkspaceBytes;
     const int64_t n = out[0].shape.back(), m = n ? shape_numel(out[0].shape) / n : 0;
-    return kGemmWorkspaceBytes + size_t(chunk_rows(m) * pitch_bytes());
+    const int64_t pitch = padded ? w_padded_.dim(1) * int64_t(dtype_size(w_padded_.dtype()))
+                                 : n * int64_t(dtype_size(in[0].dtype));
+    return kGemmWorkspaceBytes + size_t(chunk_rows(m, pitch) * pitch);
   }
 
   Status compute(CudaComputeContext& ctx) const override {
@@ -303,10 +313,10 @@ class FusedMatMulKernel : public CudaKernel {
     const Tensor& W = ctx.input(1);
     Tensor& Y = ctx.output(0);
     if (Y.numel() == 0) return Status::ok();
-    const DType dt = Y.dtype();
+    const DType dt = A.dtype();  // the product's; Y is float32 when output_dtype widens it
     const int64_t K = W.dim(0), N = W.dim(1), M = Y.numel() / N;
     const void* bias = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
-    if (K == 0) return empty_product(ctx, Y, M, N, bias);
+    if (K == 0 && Y.dtype() == dt) return empty_product(ctx, Y, M, N, bias);
 
     GemmDesc d;
     d.m = M, d.n = N, d.k = K;
@@ -327,9 +337,14 @@ class FusedMatMulKernel : public CudaKernel {
         break;
     }
     const bool bias_padded = !bias || (b_padded_.defined() && ctx.host_value(2));
-    if (w_padded_.defined() && ctx.host_value(1) && bias_padded && w_padded_.dtype() == dt &&
-        ctx.workspace_bytes() >= kGemmWorkspaceBytes + size_t(chunk_rows(M) * pitch_bytes())) {
-      INGOT_RETURN_IF_ERROR(padded_product(ctx, d, A, Y));
+    const bool padded = w_padded_.defined() && ctx.host_value(1) && bias_padded && w_padded_.dtype() == dt;
+    if (padded || Y.dtype() != dt) {
+      const Scratch through = padded ? Scratch{w_padded_.raw(), w_padded_.dim(1), bias ? b_padded_.raw() : nullptr}
+                                     : Scratch{W.raw(), N, bias};
+      const int64_t pitch = through.width * int64_t(dtype_size(dt));
+      if (ctx.workspace_bytes() < kGemmWorkspaceBytes + size_t(chunk_rows(M, pitch) * pitch))
+        return internal_error("FusedMatMul: workspace smaller than planned");
+      INGOT_RETURN_IF_ERROR(product_through_scratch(ctx, d, through, A, Y));
     } else {
       INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, A.raw(), W.raw(), Y.raw(), ctx.workspace(), ctx.workspace_bytes()));
     }
@@ -347,35 +362,66 @@ class FusedMatMulKernel : public CudaKernel {
     INGOT_RETURN_IF_ERROR(cuda_status(launch_broadcast_matrix(bias, 0, 1, 1.f, Y.raw(), M, N, dt, ctx.stream()),
                                       "FusedMatMul: broadcast bias"));
     if (act_ == Act::kNone) return Status::ok();
-    PointwiseActivation a = act_ == Act::kRelu   ? PointwiseActivation::kRelu
-                            : act_ == Act::kGelu ? PointwiseActivation::kGeluErf
-                                                 : PointwiseActivation::kGeluTanh;
-    return cuda_status(launch_activation_inplace(Y.raw(), Y.numel(), a, dt, ctx.stream()), "FusedMatMul: activation");
+    return cuda_status(launch_activation_inplace(Y.raw(), Y.numel(), pointwise(act_), dt, ctx.stream()),
+                       "FusedMatMul: activation");
   }
 
-  // Rows of the padded product per step: the scratch stays within 64 MiB.
-  int64_t chunk_rows(int64_t m) const {
-    const int64_t rows = std::max<int64_t>(1, (int64_t(64) << 20) / pitch_bytes());
+  // Rows of a product through scratch per step: the scratch stays within 64 MiB.
+  static int64_t chunk_rows(int64_t m, int64_t pitch_bytes) {
+    const int64_t rows = std::max<int64_t>(1, (int64_t(64) << 20) / std::max<int64_t>(pitch_bytes, 1));
     return std::max<int64_t>(1, std::min(m, rows));
   }
-  int64_t pitch_bytes() const { return w_padded_.dim(1) * int64_t(dtype_size(w_padded_.dtype())); }
 
-  // d (m, n, k, bias, epilogue) against the padded weights, through scratch, into Y.
-  Status padded_product(CudaComputeContext& ctx, GemmDesc d, const Tensor& A, Tensor& Y) const {
-    const int64_t M = d.m, N = d.n, K = d.k, es = int64_t(dtype_size(d.dtype));
+  // The weights (and bias) a product through scratch reads, and its width: the padded copies
+  // over N' columns, or the node's own over N.
+  struct Scratch {
+    const void* w;
+    int64_t width;
+    const void* bias;
+  };
+
+  // d (m, n, k, bias, epilogue) over `through`'s width into scratch, a bounded number of rows at
+  // a time, each step's first N columns then copied into Y (widened when Y is float32).
+  Status product_through_scratch(CudaComputeContext& ctx, GemmDesc d, const Scratch& through, const Tensor& A,
+                                 Tensor& Y) const {
+    const int64_t M = d.m, N = d.n, K = d.k, es = int64_t(dtype_size(d.dtype)), ys = int64_t(dtype_size(Y.dtype()));
+    const int64_t pitch = through.width * es, step = chunk_rows(M, pitch);
     std::byte* scratch = static_cast<std::byte*>(ctx.workspace()) + kGemmWorkspaceBytes;
-    d.n = d.ldb = d.ldc = w_padded_.dim(1);
-    if (d.bias) d.bias = b_padded_.raw();
-    for (int64_t r0 = 0; r0 < M; r0 += chunk_rows(M)) {
-      d.m = std::min(chunk_rows(M), M - r0);
+    d.n = d.ldb = d.ldc = through.width;
+    d.bias = through.bias;
+    for (int64_t r0 = 0; r0 < M; r0 += step) {
+      d.m = std::min(step, M - r0);
       const void* a = static_cast<const std::byte*>(A.raw()) + r0 * K * es;
-      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a, w_padded_.raw(), scratch, ctx.workspace(), kGemmWorkspaceBytes));
-      INGOT_RETURN_IF_ERROR(cuda_status(cudaMemcpy2DAsync(static_cast<std::byte*>(Y.raw()) + r0 * N * es, size_t(N * es),
-                                                          scratch, size_t(pitch_bytes()), size_t(N * es), size_t(d.m),
-                                                          cudaMemcpyDeviceToDevice, ctx.stream()),
-                                        "FusedMatMul: copy out of the padded product"));
+      std::byte* y = static_cast<std::byte*>(Y.raw()) + r0 * N * ys;
+      if (K == 0) {  // no product: bias (or zeros) broadcast into every row
+        INGOT_RETURN_IF_ERROR(cuda_status(
+            d.bias ? launch_broadcast_matrix(d.bias, 0, 1, 1.f, scratch, d.m, d.n, d.dtype, ctx.stream())
+                   : cudaMemsetAsync(scratch, 0, size_t(d.m * pitch), ctx.stream()),
+            "FusedMatMul: empty product"));
+        if (act_ != Act::kNone && d.bias)
+          INGOT_RETURN_IF_ERROR(cuda_status(launch_activation_inplace(scratch, d.m * d.n, pointwise(act_), d.dtype,
+                                                                      ctx.stream()),
+                                            "FusedMatMul: activation"));
+      } else {
+        INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a, through.w, scratch, ctx.workspace(), kGemmWorkspaceBytes));
+      }
+      if (Y.dtype() != d.dtype) {
+        INGOT_RETURN_IF_ERROR(cuda_status(
+            launch_widen_rows(scratch, through.width, d.dtype, reinterpret_cast<float*>(y), d.m, N, ctx.stream()),
+            "FusedMatMul: widen the product to float32"));
+      } else {
+        INGOT_RETURN_IF_ERROR(cuda_status(cudaMemcpy2DAsync(y, size_t(N * es), scratch, size_t(pitch), size_t(N * es),
+                                                            size_t(d.m), cudaMemcpyDeviceToDevice, ctx.stream()),
+                                          "FusedMatMul: copy out of the padded product"));
+      }
     }
     return Status::ok();
+  }
+
+  static PointwiseActivation pointwise(Act a) {
+    return a == Act::kRelu ? PointwiseActivation::kRelu
+           : a == Act::kGelu ? PointwiseActivation::kGeluErf
+                             : PointwiseActivation::kGeluTanh;
   }
 
   static constexpr int64_t kRowAlign = 16;

@@ -1,6 +1,9 @@
-// Device code around the cuBLASLt products (see gemm_impl.h): Gemm's broadcast C and the
-// in-place activations cuBLASLt's epilogues cannot compute to float32 accuracy. Both are
-// memory-bound; the activation moves 16 bytes per access.
+// Device code around the cuBLASLt products (see gemm_impl.h): Gemm's broadcast C, the
+// in-place activations cuBLASLt's epilogues cannot compute to float32 accuracy, and the
+// widening copy of a half-precision product into a float32 output. All are memory-bound; the
+// activation moves 16 bytes per access.
+#include <algorithm>
+
 #include "backends/cuda/cuda_common.cuh"
 #include "backends/cuda/gemm_impl.h"
 
@@ -68,7 +71,32 @@ void launch_activation(T* y, int64_t n, cudaStream_t stream) {
       <<<blocks_for(nvec > tail ? nvec : tail, kThreads), kThreads, 0, stream>>>(y, nvec, tail);
 }
 
+// One block row per grid row; threads along the columns (coalesced reads and writes; the
+// destination rows of an odd width are not 16-byte aligned, so no vector stores).
+template <class T>
+__global__ void widen_rows_kernel(const T* __restrict__ src, int64_t src_pitch, float* __restrict__ y, int64_t rows,
+                                  int64_t cols) {
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const T* s = src + r * src_pitch;
+    float* d = y + r * cols;
+    for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x)
+      d[c] = to_float(s[c]);
+  }
+}
+
 }  // namespace
+
+cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t rows, int64_t cols,
+                              cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  const dim3 grid(unsigned(std::min<int64_t>((cols + kThreads - 1) / kThreads, 1024)),
+                  unsigned(std::min<int64_t>(rows, 65535)));
+  bool ok = dispatch_device_float(src_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    widen_rows_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(src), src_pitch, y, rows, cols);
+  });
+  return ok ? cudaGetLastError() : cudaErrorInvalidValue;
+}
 
 cudaError_t launch_broadcast_matrix(const void* c, int64_t row_stride, int64_t col_stride, float scale, void* y,
                                     int64_t rows, int64_t cols, DType dtype, cudaStream_t stream) {

@@ -23,4 +23,10 @@ enum class PointwiseActivation { kRelu, kGeluErf, kGeluTanh };
 // y[i] = act(y[i]) for i < n.
 cudaError_t launch_activation_inplace(void* y, int64_t n, PointwiseActivation act, DType dtype, cudaStream_t stream);
 
+// y[i, j] = float(src[i·src_pitch + j]) for i < rows, j < cols (y dense [rows, cols] float32):
+// a float16/bfloat16 product widened to float32 on its way out of the scratch it was computed in
+// (FusedMatMul with output_dtype float32), dropping the padding columns of a padded product.
+cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t rows, int64_t cols,
+                              cudaStream_t stream);
+
 }  // namespace ingot::cuda
