@@ -13,7 +13,8 @@
 //            i is masked, without reading any tensor), mask_kind ("none" | "add" | "bool"),
 //            mask_filter_value (float, default -inf), nan_to_zero (0/1: probabilities that are NaN
 //            — a row whose every key is masked with -inf — become 0, the exporters'
-//            Where(IsNaN(p), 0, p))
+//            Where(IsNaN(p), 0, p)), precision ("fp32" | "bf16": the CPU's matrix unit for the
+//            two projections, set by bf16 engines; the attention core stays float32)
 //   output   [B, S, M] (or [B, S, N] without W_out), X's dtype.
 //
 // Per head h: P = softmax(scale · Q_h K_hᵀ + mask), context_h = P V_h, heads concatenated along
@@ -36,6 +37,7 @@
 
 #include "backends/cpu/attention_util.h"
 #include "backends/cpu/dnnl_util.h"
+#include "backends/cpu/fused_matmul_util.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
 #include "ir/attention_attrs.h"
@@ -49,12 +51,15 @@ using tag = dnnl::memory::format_tag;
 
 constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5;
 
-// y[M, N] = x[M, K] · W[K, N] (+ b) on oneDNN, with W reordered once into the primitive's
-// preferred layout when it is a constant.
+// y[M, N] = x[M, K] · W[K, N] (+ b) on oneDNN (fused_matmul_util's primitives), with W
+// reordered once into the primitive's preferred layout when it is a constant. bf16 (the node's
+// precision attribute, as FusedMatMul): weights packed in bfloat16, x converted per call,
+// float32 accumulation and output.
 class PackedLinear {
  public:
   // Keeps a float32 copy of constant weights/bias; `w` null: weights arrive at run time.
-  void set_constant(const Tensor* w, const Tensor* b) {
+  void set_constant(const Tensor* w, const Tensor* b, bool bf16) {
+    bf16_ = bf16;
     if (w) w_src_ = w->raw(), w_ = to_f32(*w).clone();
     if (b) b_src_ = b->raw(), b_ = to_f32(*b).clone();
   }
@@ -64,24 +69,32 @@ class PackedLinear {
     Tensor wf = packed ? w_ : to_f32(W);
     Tensor bf;
     if (B) bf = b_.defined() && B->raw() == b_src_ ? b_ : to_f32(*B);
+    fused_matmul::Spec spec;
+    spec.K = K, spec.N = N, spec.bf16 = bf16_, spec.bias = B != nullptr;
     std::string key = key_of({{M, K, N, packed, B != nullptr}});
     auto p = prims_.get(key, [&] {
-      dnnl::memory::desc src({M, K}, dt::f32, tag::ab), dst({M, N}, dt::f32, tag::ab);
-      dnnl::memory::desc wd({K, N}, dt::f32, packed ? tag::any : tag::ab);
-      dnnl::memory::desc bd({1, N}, dt::f32, tag::ab);
-      auto d = B ? dnnl::matmul::desc(src, wd, bd, dst) : dnnl::matmul::desc(src, wd, dst);
       auto r = std::make_shared<Prim>();
-      r->pd = dnnl::matmul::primitive_desc(d, user_scratchpad_attr(), cpu_engine());
+      r->pd = fused_matmul::make_pd(spec, M, packed ? tag::any : tag::ab);
       r->prim = dnnl::matmul(r->pd);
+      if (bf16_)
+        r->to_bf16 = dnnl::reorder(dnnl::reorder::primitive_desc(
+            cpu_engine(), dnnl::memory::desc({M, K}, dt::f32, tag::ab), cpu_engine(), r->pd.src_desc()));
       return r;
     });
     auto& eng = cpu_engine();
-    dnnl::memory wm = packed ? packed_weights(p->pd.weights_desc())
-                             : dnnl::memory(p->pd.weights_desc(), eng, wf.raw());
+    dnnl::memory src(p->pd.src_desc(), eng,
+                     bf16_ ? thread_buffers().src.get(p->pd.src_desc().get_size()) : const_cast<float*>(x));
+    if (bf16_) {
+      dnnl::memory plain({{M, K}, dt::f32, tag::ab}, eng, const_cast<float*>(x));
+      dnnl::stream st(eng);
+      p->to_bf16.execute(st, plain, src);
+      st.wait();
+    }
+    dnnl::memory wm = packed  ? packed_weights(p->pd.weights_desc())
+                      : bf16_ ? fused_matmul::pack_weights(wf.data<float>(), K, N, p->pd.weights_desc())
+                              : dnnl::memory(p->pd.weights_desc(), eng, wf.raw());
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, dnnl::memory(p->pd.src_desc(), eng, const_cast<float*>(x))},
-        {DNNL_ARG_WEIGHTS, wm},
-        {DNNL_ARG_DST, dnnl::memory(p->pd.dst_desc(), eng, y)}};
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dnnl::memory(p->pd.dst_desc(), eng, y)}};
     if (B) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->pd.bias_desc(), eng, bf.raw()));
     execute(p->prim, p->pd, std::move(args));
     return Status::ok();
@@ -91,23 +104,21 @@ class PackedLinear {
   struct Prim {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
+    dnnl::reorder to_bf16;  // bf16 only: x into the primitive's source layout
   };
 
-  // The constant weights in layout `want`, reordered on first use and kept (one per layout).
+  // The constant weights in layout `want` (bfloat16 when it says so), packed on first use and
+  // kept (one per layout).
   dnnl::memory packed_weights(const dnnl::memory::desc& want) const {
     std::lock_guard<std::mutex> lk(mu_);
     for (auto& [d, m] : packed_)
       if (d == want) return m;
-    auto& eng = cpu_engine();
-    dnnl::memory plain({{w_.dim(0), w_.dim(1)}, dt::f32, tag::ab}, eng, const_cast<void*>(w_.raw()));
-    dnnl::memory m(want, eng);
-    dnnl::stream s(eng);
-    dnnl::reorder(plain, m).execute(s, plain, m);
-    s.wait();
+    dnnl::memory m = fused_matmul::pack_weights(w_.data<float>(), w_.dim(0), w_.dim(1), want);
     packed_.emplace_back(want, m);
     return m;
   }
 
+  bool bf16_ = false;
   const void* w_src_ = nullptr;
   const void* b_src_ = nullptr;
   Tensor w_, b_;
@@ -139,14 +150,17 @@ class AttentionKernel : public OpKernel {
     auto a = parse_attention_attrs(node);
     if (!a) return a.status();
     attrs_ = *a;
+    const std::string p = node.attrs.get_string("precision", "fp32");
+    if (p != "fp32" && p != "bf16") return invalid_model("attribute 'precision' = '" + p + "' must be \"fp32\" or \"bf16\"");
+    bf16_ = p == "bf16";
     return Status::ok();
   }
 
   Status prepare(const std::vector<const Tensor*>& c) override {
     auto at = [&](int i) { return i < int(c.size()) ? c[size_t(i)] : nullptr; };
     return guard([&] {
-      qkv_.set_constant(at(kWqkv), at(kBqkv));
-      out_.set_constant(at(kWout), at(kBout));
+      qkv_.set_constant(at(kWqkv), at(kBqkv), bf16_);
+      out_.set_constant(at(kWout), at(kBout), bf16_);
       return Status::ok();
     });
   }
@@ -307,6 +321,7 @@ class AttentionKernel : public OpKernel {
   }
 
   AttentionAttrs attrs_;
+  bool bf16_ = false;  // precision "bf16": the projections in bfloat16
   PackedLinear qkv_, out_;
 };
 

@@ -35,7 +35,7 @@ void run_prim(const ConvPrim& p, const md& xd, const float* x, const md& wd, con
   dnnl::memory wm = in(p.wei, wd, w);
   dnnl::memory ym(yd, eng, y);
   dnnl::memory yb = p.dst == yd ? ym : dnnl::memory(p.dst, eng);
-  dnnl::memory scratch(p.scratch, eng);
+  dnnl::memory scratch = scratchpad(p.scratch);
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, yb}, {DNNL_ARG_SCRATCHPAD, scratch}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(plain_desc({bias_n}), eng, const_cast<float*>(bias)));

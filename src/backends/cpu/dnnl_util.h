@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -124,13 +125,51 @@ inline void from_f32(const Tensor& src, Tensor& dst) {
   });
 }
 
-// Executes a primitive whose attr used scratchpad_mode::user, with a per-call scratchpad so
-// concurrent executions never share one.
+// Growable 64-byte aligned buffers, one set per thread, for scratchpads and per-call layout or
+// dtype conversions: a thread runs one primitive at a time (every execution waits on its
+// stream), so reusing them is safe, and it avoids a large allocation per call, whose fresh
+// pages fault in every time (oneDNN's AMX matmul scratchpads are megabytes: at batch 1 that
+// cost more than the product).
+struct ThreadBuffers {
+  struct Buf {
+    void* p = nullptr;
+    size_t n = 0;
+    void* get(size_t need) {
+      if (need > n) {
+        std::free(p);
+        n = (std::max<size_t>(need, 1) + 4095) / 4096 * 4096;
+        p = std::aligned_alloc(64, n);
+        if (!p) {
+          n = 0;
+          throw std::bad_alloc();
+        }
+      }
+      return p;
+    }
+    Buf() = default;
+    Buf(const Buf&) = delete;
+    Buf& operator=(const Buf&) = delete;
+    ~Buf() { std::free(p); }
+  };
+  Buf scratch, src, dst;
+};
+
+inline ThreadBuffers& thread_buffers() {
+  thread_local ThreadBuffers b;
+  return b;
+}
+
+// The calling thread's scratchpad for a primitive made with user_scratchpad_attr().
+inline dnnl::memory scratchpad(const dnnl::memory::desc& d) {
+  return dnnl::memory(d, cpu_engine(), thread_buffers().scratch.get(d.get_size() + 64));
+}
+
+// Executes a primitive whose attr used scratchpad_mode::user, with the calling thread's
+// scratchpad (concurrent executions run on different threads, so never share one).
 template <class PD>
 void execute(const dnnl::primitive& p, const PD& pd, std::unordered_map<int, dnnl::memory> args) {
   dnnl::stream s(cpu_engine());
-  dnnl::memory scratch(pd.scratchpad_desc(), cpu_engine());
-  args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+  args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc()));
   p.execute(s, args);
   s.wait();
 }

@@ -56,30 +56,6 @@ Shape to_physical(const Shape& l, bool cl) {
   return r;
 }
 
-// Growable 64-byte aligned buffers, one set per thread: a thread runs one primitive at a time,
-// so reusing them is safe and avoids a large allocation (and its page faults) per call.
-struct Arena {
-  struct Buf {
-    void* p = nullptr;
-    size_t n = 0;
-    void* get(size_t need) {
-      if (need > n) {
-        std::free(p);
-        n = (need + 4095) / 4096 * 4096;
-        p = std::aligned_alloc(64, n);
-        if (!p) { n = 0; throw std::bad_alloc(); }
-      }
-      return p;
-    }
-    ~Buf() { std::free(p); }
-  };
-  Buf scratch, src, dst;
-};
-Arena& arena() {
-  thread_local Arena a;
-  return a;
-}
-
 enum class LayoutMode { kAuto, kPlain, kBlocked };
 LayoutMode layout_mode() {
   static const LayoutMode m = [] {
@@ -228,7 +204,7 @@ class FusedConvKernel : public OpKernel {
 
       auto& eng = cpu_engine();
       dnnl::stream s(eng);
-      Arena& ar = arena();
+      ThreadBuffers& ar = thread_buffers();
       Tensor Xf = to_f32(X);
       Tensor Yf = Y.dtype() == DType::kFloat32 ? Y : Tensor(DType::kFloat32, Y.shape());
       md xpd = layout_desc(xd, x_cl_), ypd = layout_desc(yd, y_cl_);
@@ -274,7 +250,7 @@ class FusedConvKernel : public OpKernel {
         else Bf = to_f32(ctx.input(2)), bias = Bf.data<float>();
       }
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
-      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p->scratch, eng, ar.scratch.get(p->scratch.get_size() + 64)));
+      args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad(p->scratch));
       if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(plain_desc({W.dim(0)}), eng, const_cast<float*>(bias)));
       p->prim.execute(s, args);
       if (!(dst == ym)) dnnl::reorder(dst, ym).execute(s, dst, ym);

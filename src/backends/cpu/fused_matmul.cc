@@ -128,8 +128,8 @@ class FusedMatMulKernel : public OpKernel {
     dnnl::stream st(eng);
     std::unordered_map<int, dnnl::memory> args;
     dnnl::memory src_f32({{M, s.K}, dt::f32, tag::ab}, eng, const_cast<void*>(A.raw()));
-    if (s.bf16) {  // convert A into a per-call bf16 buffer
-      dnnl::memory src(p->pd.src_desc(), eng);
+    if (s.bf16) {  // convert A into the thread's bf16 buffer
+      dnnl::memory src(p->pd.src_desc(), eng, dnnl_util::thread_buffers().src.get(p->pd.src_desc().get_size()));
       p->src_to_bf16.execute(st, src_f32, src);
       args.emplace(DNNL_ARG_SRC, src);
     } else {
@@ -144,7 +144,7 @@ class FusedMatMulKernel : public OpKernel {
     }
     if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, s.N}, dt::f32, tag::ab}, eng, const_cast<float*>(bias)));
     args.emplace(DNNL_ARG_DST, dnnl::memory(p->pd.dst_desc(), eng, Y.raw()));
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p->pd.scratchpad_desc(), eng));
+    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad(p->pd.scratchpad_desc()));
     p->prim.execute(st, args);
     st.wait();
     return Status::ok();
