@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -47,6 +48,11 @@ constexpr const char* kShapeRule =
     "override the same dims of --shapes entries. samples/s = batch (dim 0 of the first input) x\n"
     "inferences/s. Peak RSS is the process's getrusage high-water mark after the shape (it only\n"
     "grows); RSS delta is that minus the peak before the model was loaded.";
+
+// Idle time before each alternating block: both runtimes' worker threads spin for a while after
+// a run (OpenMP's wait policy, ONNX Runtime's thread pool), and on a machine with as many cores
+// as threads that spinning would otherwise eat into the other side's first runs.
+constexpr std::chrono::milliseconds kSwitchIdle{50};
 
 struct BenchOptions {
   DeviceFlags device;
@@ -254,6 +260,11 @@ int run_bench(const BenchOptions& o) {
   if (!engine_or) return error(engine_or.status());
   std::shared_ptr<Engine> engine = *engine_or;
   const std::string& mpath = o.model;
+  // ONNX Runtime runs the ONNX model: for an engine file, the one it was built from.
+  const std::string peer_model = engine->model().path == mpath ? engine->source_model() : mpath;
+  if (peer && !std::filesystem::exists(peer_model))
+    return error("--against ort: " + mpath + " was built from " + peer_model +
+                 ", which is not here: ONNX Runtime needs that ONNX model");
   const int threads = o.threads > 0 ? o.threads : num_threads();
   int64_t rss_loaded_kb = self_max_rss_kb();
 
@@ -390,7 +401,8 @@ int run_bench(const BenchOptions& o) {
   std::cout << "ingot     " << INGOT_VERSION << ", " << threads << " thread(s), optimizer on\n";
   if (peer) {
     std::cout << "against   " << peer->description() << ", intra-op threads " << threads
-              << ", inter-op 1, graph optimization all, sequential";
+              << ", inter-op 1, graph optimization all, sequential"
+              << (peer_model != mpath ? ", on " + peer_model + " (the engine's source model)" : std::string());
     if (peer->kind() == "node") {
       std::cout << "; latencies include an empty-await overhead of " << bench::fixed(peer->await_overhead_ms(), 4)
                 << " ms (median)";
@@ -401,7 +413,9 @@ int run_bench(const BenchOptions& o) {
             << ", load average " << load << " at start\n";
   std::cout << "timing    warm-up " << o.warmup_ms << " ms per backend; then at least " << o.iterations
             << " runs per backend and " << o.duration << " s of timed runs"
-            << (peer ? " (both together), alternating blocks of " + std::to_string(o.block) + " (ingot, ORT)" : "")
+            << (peer ? " (both together), alternating blocks of " + std::to_string(o.block) + " (ingot, ORT), " +
+                           std::to_string(kSwitchIdle.count()) + " ms idle before each"
+                     : "")
             << "\n";
   std::cout << "command   " << command_line() << "\n";
 
@@ -409,7 +423,7 @@ int run_bench(const BenchOptions& o) {
   TempDir tmp;
   if (peer) {
     if (tmp.path.empty()) return error("--against ort: cannot create a temporary directory");
-    Status st = peer->load(mpath, threads);
+    Status st = peer->load(peer_model, threads);
     if (!st) return error(st);
   }
   auto ctx = engine->create_context();
@@ -493,9 +507,11 @@ int run_bench(const BenchOptions& o) {
       };
       int n = block_for(r.ingot);
       if (peer) n = std::min(n, block_for(r.ort));
+      if (peer) std::this_thread::sleep_for(kSwitchIdle);
       Status st = run_ingot(n, &r.ingot.ms);
       if (!st) return error(st);
       if (peer) {
+        std::this_thread::sleep_for(kSwitchIdle);
         st = run_ort(n, &r.ort.ms);
         if (!st) return error(st);
       }

@@ -113,6 +113,7 @@ Expected<std::shared_ptr<Engine>> Engine::load(const std::string& path, const En
   } catch (const std::exception& ex) {
     return invalid_model(path + ": engine manifest is missing fields: " + ex.what());
   }
+  eo.source_model = man.value("source_model", "");
   eo.optimize = false;  // the stored graph is already optimized (and precision applied)
   eo.from_engine_file = true;
   file->model.path = path;
@@ -136,7 +137,7 @@ Status Engine::save(const std::string& path) const {
     man["isa"] = required_isa(opts_.precision);
   }
   man["precision"] = opts_.precision;
-  man["source_model"] = model_.path;
+  man["source_model"] = opts_.source_model;
   man["profiles"] = profiles_to_json(opts_.profiles);
   nlohmann::json passes = nlohmann::json::array();
   for (const PassReport& r : pass_reports_) passes.push_back({{"name", r.name}, {"rewrites", r.rewrites}});
@@ -155,6 +156,7 @@ Expected<std::shared_ptr<Engine>> Engine::from_onnx(const std::string& path, con
 Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOptions& given) {
   EngineOptions opts = given;
   if (opts.device.empty()) opts.device = "cpu";
+  if (opts.source_model.empty()) opts.source_model = model.path;
   std::shared_ptr<Engine> e(new Engine());
   const bool cuda = opts.device == "cuda";
   if (cuda) {

@@ -29,6 +29,9 @@ struct EngineOptions {
   bool cuda_graph = true;   // cuda: capture a CUDA graph per input shape and replay it
   bool allow_tf32 = false;  // cuda fp32: matrix products may use TF32 tensor cores
   bool optimize = true;                      // run the optimizer passes
+  // The ONNX file the graph came from (load() sets it from an engine's manifest; empty: the
+  // model's own path).
+  std::string source_model;
   bool from_engine_file = false;             // set by load(): the graph is optimized and converted already
   std::set<std::string> disabled_passes;     // by name
   // The shapes the engine serves. None: a model with static inputs serves exactly those; a
@@ -63,6 +66,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   const EngineOptions& options() const { return opts_; }
 
   const Model& model() const { return model_; }
+  // The ONNX model this engine was built from (an engine file's own path is model().path).
+  const std::string& source_model() const { return opts_.source_model; }
   // What the optimizer did (empty when it did not run).
   const std::vector<PassReport>& pass_reports() const { return pass_reports_; }
   const std::vector<Profile>& profiles() const { return opts_.profiles; }
