@@ -149,6 +149,15 @@ case $CASE in
              'j["results"][0]["ort"]["peak_rss_kb"]>0'; do
       check_json "$TMP/o.json" "$e"
     done ;;
+  bench_engine_against_ort)
+    need_ort
+    "$INGOT" build "$M/mlp.onnx" -o "$TMP/mlp.ingot" >/dev/null 2>&1 || fail "ingot build failed"
+    expect_rc 0 "| ORT " "ingot/ORT" "(the engine's source model)" \
+      -- bench "$TMP/mlp.ingot" --against ort --shapes x:2x4 --iterations 3 --duration 0 --warmup-ms 0 --threads 1
+    cp "$M/mlp.onnx" "$TMP/moved.onnx"
+    "$INGOT" build "$TMP/moved.onnx" -o "$TMP/moved.ingot" >/dev/null 2>&1 || fail "ingot build failed"
+    rm "$TMP/moved.onnx"
+    expect_error 1 "was built from $TMP/moved.onnx, which is not here" -- bench "$TMP/moved.ingot" --against ort --shapes x:2x4 ;;
   compare_against_ort)
     need_ort
     expect_rc 0 "reference  ONNX Runtime onnxruntime" "PASS: all 2 output(s)" \
