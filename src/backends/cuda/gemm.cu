@@ -71,16 +71,34 @@ void launch_activation(T* y, int64_t n, cudaStream_t stream) {
       <<<blocks_for(nvec > tail ? nvec : tail, kThreads), kThreads, 0, stream>>>(y, nvec, tail);
 }
 
-// One block row per grid row; threads along the columns (coalesced reads and writes; the
-// destination rows of an odd width are not 16-byte aligned, so no vector stores).
+// Each block widens 8·kThreads columns of a row at a time: 16-byte loads into shared memory
+// (the source rows start 16-byte aligned: a padded product's pitch does, and an unpadded one
+// is only made for widths of 16-byte rows), then each thread converts the elements t, t +
+// kThreads, ... so a warp's float stores are contiguous. The destination rows of an odd width
+// are not 16-byte aligned; stores of 8 adjacent floats per thread instead write every 32-byte
+// sector in pieces from 8 instructions (tried: DistilGPT2 fp16 on an H100 went from 0.285 to
+// 0.331 ms at b1 and from 2.21 to 3.52 ms at b32).
 template <class T>
-__global__ void widen_rows_kernel(const T* __restrict__ src, int64_t src_pitch, float* __restrict__ y, int64_t rows,
-                                  int64_t cols) {
+__global__ void __launch_bounds__(kThreads) widen_rows_kernel(const T* __restrict__ src, int64_t src_pitch,
+                                                              float* __restrict__ y, int64_t rows, int64_t cols) {
+  static_assert(sizeof(T) == 2, "8 elements per 16-byte load");
+  constexpr int kSpan = 8 * kThreads;
+  __shared__ uint4 stage[kThreads];
+  const T* staged = reinterpret_cast<const T*>(stage);
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const T* s = src + r * src_pitch;
     float* d = y + r * cols;
-    for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x)
-      d[c] = to_float(s[c]);
+    for (int64_t c0 = int64_t(blockIdx.x) * kSpan; c0 < cols; c0 += int64_t(gridDim.x) * kSpan) {
+      const int64_t c = c0 + 8 * int64_t(threadIdx.x);
+      if (c < cols) stage[threadIdx.x] = *reinterpret_cast<const uint4*>(s + c);  // inside the row: pitch % 8 == 0
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const int i = int(threadIdx.x) + k * kThreads;
+        if (c0 + i < cols) d[c0 + i] = to_float(staged[i]);
+      }
+      __syncthreads();
+    }
   }
 }
 
@@ -89,11 +107,15 @@ __global__ void widen_rows_kernel(const T* __restrict__ src, int64_t src_pitch, 
 cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t rows, int64_t cols,
                               cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
-  const dim3 grid(unsigned(std::min<int64_t>((cols + kThreads - 1) / kThreads, 1024)),
-                  unsigned(std::min<int64_t>(rows, 65535)));
+  if ((src_dtype != DType::kFloat16 && src_dtype != DType::kBFloat16) || src_pitch % 8 != 0 ||
+      reinterpret_cast<uintptr_t>(src) % 16 != 0)
+    return cudaErrorInvalidValue;
+  const dim3 grid(unsigned(std::min<int64_t>((cols + kThreads * 8 - 1) / (kThreads * 8), 1024)),
+                  unsigned(std::min<int64_t>(rows, 65535)));  // rows beyond: grid-stride
   bool ok = dispatch_device_float(src_dtype, [&](auto tag) {
     using T = decltype(tag);
-    widen_rows_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(src), src_pitch, y, rows, cols);
+    if constexpr (sizeof(T) == 2)
+      widen_rows_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(src), src_pitch, y, rows, cols);
   });
   return ok ? cudaGetLastError() : cudaErrorInvalidValue;
 }
