@@ -261,7 +261,7 @@ int run_bench(const BenchOptions& o) {
   std::shared_ptr<Engine> engine = *engine_or;
   const std::string& mpath = o.model;
   // ONNX Runtime runs the ONNX model: for an engine file, the one it was built from.
-  const std::string peer_model = engine->model().path == mpath ? engine->source_model() : mpath;
+  const std::string peer_model = engine->source_model();
   if (peer && !std::filesystem::exists(peer_model))
     return error("--against ort: " + mpath + " was built from " + peer_model +
                  ", which is not here: ONNX Runtime needs that ONNX model");
