@@ -22,6 +22,28 @@ template <> __device__ __forceinline__ float from_float<float>(float v) { return
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
+// V elements of T moved as one access (16 bytes for 8 halves or 4 floats), converted through
+// float.
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+template <class T, int V>
+__device__ __forceinline__ void load_floats(const T* p, float (&out)[V]) {
+  const Pack<T, V> pk = *reinterpret_cast<const Pack<T, V>*>(p);
+#pragma unroll
+  for (int j = 0; j < V; ++j) out[j] = to_float(pk.v[j]);
+}
+
+template <class T, int V>
+__device__ __forceinline__ void store_floats(T* p, const float (&in)[V]) {
+  Pack<T, V> pk;
+#pragma unroll
+  for (int j = 0; j < V; ++j) pk.v[j] = from_float<T>(in[j]);
+  *reinterpret_cast<Pack<T, V>*>(p) = pk;
+}
+
 // Blocks of `threads` covering n elements, capped for grid-stride loops.
 inline unsigned blocks_for(int64_t n, int threads, int64_t cap = 65535 * 8) {
   int64_t b = (n + threads - 1) / threads;

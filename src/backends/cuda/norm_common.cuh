@@ -1,6 +1,6 @@
 // Device pieces the normalisation family (norm_layer.cu, norm_softmax.cu, norm_gelu.cu,
-// embed_layer_norm.cu) shares: launch shape constants, 16-byte packed loads and stores through
-// float, and warp/block reductions whose result every thread sees bit-identically.
+// embed_layer_norm.cu) shares: launch shape constants and warp/block reductions whose result
+// every thread sees bit-identically (Pack, load_floats, store_floats: cuda_common.cuh).
 #pragma once
 
 #include <cmath>
@@ -13,26 +13,6 @@ constexpr int kWarpModeThreads = 128;  // 4 rows per block in warp mode
 constexpr int kMaxBlockThreads = 512;  // block mode: <= 128 registers per thread
 constexpr int kBlockElems = 32;        // elements per thread held in registers in block mode
 constexpr int kMaxWarpVecs = 4;        // vectors per lane in warp mode
-
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
-template <class T, int V>
-__device__ __forceinline__ void load_floats(const T* p, float (&out)[V]) {
-  const Pack<T, V> pk = *reinterpret_cast<const Pack<T, V>*>(p);
-#pragma unroll
-  for (int j = 0; j < V; ++j) out[j] = to_float(pk.v[j]);
-}
-
-template <class T, int V>
-__device__ __forceinline__ void store_floats(T* p, const float (&in)[V]) {
-  Pack<T, V> pk;
-#pragma unroll
-  for (int j = 0; j < V; ++j) pk.v[j] = from_float<T>(in[j]);
-  *reinterpret_cast<Pack<T, V>*>(p) = pk;
-}
 
 struct MaxOp {
   static __device__ float identity() { return -INFINITY; }

@@ -7,8 +7,6 @@
 namespace ingot::cuda {
 namespace {
 
-using norm::Pack;
-
 template <bool kTanh>
 __device__ __forceinline__ float gelu(float x) {
   if constexpr (kTanh) {

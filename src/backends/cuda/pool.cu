@@ -21,27 +21,6 @@
 namespace ingot::cuda {
 namespace {
 
-// V elements moved as one access.
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
-template <class T, int V>
-__device__ __forceinline__ void load_floats(const T* p, float (&out)[V]) {
-  const Pack<T, V> pk = *reinterpret_cast<const Pack<T, V>*>(p);
-#pragma unroll
-  for (int j = 0; j < V; ++j) out[j] = to_float(pk.v[j]);
-}
-
-template <class T, int V>
-__device__ __forceinline__ void store_floats(T* p, const float (&in)[V]) {
-  Pack<T, V> pk;
-#pragma unroll
-  for (int j = 0; j < V; ++j) pk.v[j] = from_float<T>(in[j]);
-  *reinterpret_cast<Pack<T, V>*>(p) = pk;
-}
-
 // Max pooling's step: a NaN wins; the first element of a window is taken as it is.
 __device__ __forceinline__ void max_update(float& best, float v, bool first) {
   if (first || v > best || (isnan(v) && !isnan(best))) best = v;
