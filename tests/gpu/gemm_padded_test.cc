@@ -85,5 +85,33 @@ TEST(GpuGemmPadded, WidenedHalfProductMatchesCpu) {
   }
 }
 
+// Widening where no padded copy exists: W (and the bias) fed at run time over an odd width, so
+// the scratch rows are padded to 8 elements for the widening kernel; and K = 0 (act(bias) in
+// every row).
+TEST(GpuGemmPadded, WidenedProductOfRuntimeWeightsAndEmptyK) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t k : {64, 0}) {
+      Tensor a = random_of(dt, {2, 9, k}, 31);
+      Tensor w = random_of(dt, {k, 1001}, 32);
+      Tensor b = random_of(dt, {1001}, 33);
+      Attributes attrs;
+      attrs.set("activation", string_attr("Relu"));
+      attrs.set("output_dtype", int_attr(int64_t(DType::kFloat32)));
+      Model m = single_node_model("FusedMatMul", {a, w, b}, 1, attrs, 17, "ingot");
+      m.graph.value(m.graph.outputs[0]).dtype = DType::kFloat32;
+      const std::map<std::string, Tensor> feeds{{"in0", a}, {"in1", w}, {"in2", b}};
+      const std::string what = std::string(dtype_name(dt)) + " K=" + std::to_string(k) + " runtime W";
+      auto ref = run_model_on(m, feeds, "cpu", "fp32");
+      auto got = run_model_on(m, feeds, "cuda", "fp32");
+      ASSERT_EQ(ref.size(), 1u) << what;
+      ASSERT_EQ(got.size(), 1u) << what;
+      EXPECT_EQ(got[0].dtype(), DType::kFloat32) << what;
+      const bool bf16 = dt == DType::kBFloat16;
+      expect_close(got[0], ref[0], bf16 ? 4e-3 : 2e-3, bf16 ? 8e-3 : 2e-3, what);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ingot::testing

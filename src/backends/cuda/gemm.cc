@@ -303,8 +303,7 @@ class FusedMatMulKernel : public CudaKernel {
     const bool padded = w_padded_.defined() && in[1].value;
     if (!padded && out[0].dtype == in[0].dtype) return kGemmWorkspaceBytes;
     const int64_t n = out[0].shape.back(), m = n ? shape_numel(out[0].shape) / n : 0;
-    const int64_t pitch = padded ? w_padded_.dim(1) * int64_t(dtype_size(w_padded_.dtype()))
-                                 : n * int64_t(dtype_size(in[0].dtype));
+    const int64_t pitch = scratch_pitch(padded ? w_padded_.dim(1) : n) * int64_t(dtype_size(in[0].dtype));
     return kGemmWorkspaceBytes + size_t(chunk_rows(m, pitch) * pitch);
   }
 
@@ -316,7 +315,14 @@ class FusedMatMulKernel : public CudaKernel {
     const DType dt = A.dtype();  // the product's; Y is float32 when output_dtype widens it
     const int64_t K = W.dim(0), N = W.dim(1), M = Y.numel() / N;
     const void* bias = ctx.has_input(2) ? ctx.input(2).raw() : nullptr;
-    if (K == 0 && Y.dtype() == dt) return empty_product(ctx, Y, M, N, bias);
+    if (K == 0) {
+      if (Y.dtype() == dt) return empty_product(ctx, Y.raw(), M, N, bias, dt);
+      // One row of act(bias) in scratch, widened into every row of Y.
+      void* row = static_cast<std::byte*>(ctx.workspace()) + kGemmWorkspaceBytes;
+      INGOT_RETURN_IF_ERROR(empty_product(ctx, row, 1, N, bias, dt));
+      return cuda_status(launch_widen_rows(row, 0, dt, Y.data<float>(), M, N, ctx.stream()),
+                         "FusedMatMul: widen the product to float32");
+    }
 
     GemmDesc d;
     d.m = M, d.n = N, d.k = K;
@@ -341,7 +347,7 @@ class FusedMatMulKernel : public CudaKernel {
     if (padded || Y.dtype() != dt) {
       const Scratch through = padded ? Scratch{w_padded_.raw(), w_padded_.dim(1), bias ? b_padded_.raw() : nullptr}
                                      : Scratch{W.raw(), N, bias};
-      const int64_t pitch = through.width * int64_t(dtype_size(dt));
+      const int64_t pitch = scratch_pitch(through.width) * int64_t(dtype_size(dt));
       if (ctx.workspace_bytes() < kGemmWorkspaceBytes + size_t(chunk_rows(M, pitch) * pitch))
         return internal_error("FusedMatMul: workspace smaller than planned");
       INGOT_RETURN_IF_ERROR(product_through_scratch(ctx, d, through, A, Y));
@@ -353,16 +359,15 @@ class FusedMatMulKernel : public CudaKernel {
   }
 
  private:
-  // K = 0: Y = act(bias) in every row, or act(0) = 0 for every activation here.
-  Status empty_product(CudaComputeContext& ctx, Tensor& Y, int64_t M, int64_t N, const void* bias) const {
-    const DType dt = Y.dtype();
+  // K = 0: y [M, N] of dtype dt = act(bias) in every row, or act(0) = 0 for every activation here.
+  Status empty_product(CudaComputeContext& ctx, void* y, int64_t M, int64_t N, const void* bias, DType dt) const {
     if (!bias)
-      return cuda_status(cudaMemsetAsync(Y.raw(), 0, size_t(Y.numel()) * dtype_size(dt), ctx.stream()),
+      return cuda_status(cudaMemsetAsync(y, 0, size_t(M * N) * dtype_size(dt), ctx.stream()),
                          "FusedMatMul: cudaMemsetAsync");
-    INGOT_RETURN_IF_ERROR(cuda_status(launch_broadcast_matrix(bias, 0, 1, 1.f, Y.raw(), M, N, dt, ctx.stream()),
+    INGOT_RETURN_IF_ERROR(cuda_status(launch_broadcast_matrix(bias, 0, 1, 1.f, y, M, N, dt, ctx.stream()),
                                       "FusedMatMul: broadcast bias"));
     if (act_ == Act::kNone) return Status::ok();
-    return cuda_status(launch_activation_inplace(Y.raw(), Y.numel(), pointwise(act_), dt, ctx.stream()),
+    return cuda_status(launch_activation_inplace(y, M * N, pointwise(act_), dt, ctx.stream()),
                        "FusedMatMul: activation");
   }
 
@@ -371,6 +376,10 @@ class FusedMatMulKernel : public CudaKernel {
     const int64_t rows = std::max<int64_t>(1, (int64_t(64) << 20) / std::max<int64_t>(pitch_bytes, 1));
     return std::max<int64_t>(1, std::min(m, rows));
   }
+
+  // Elements per scratch row for a product `width` columns wide: rows start 16-byte aligned (what
+  // launch_widen_rows reads, and cuBLASLt's aligned kernels write).
+  static int64_t scratch_pitch(int64_t width) { return (width + 7) / 8 * 8; }
 
   // The weights (and bias) a product through scratch reads, and its width: the padded copies
   // over N' columns, or the node's own over N.
@@ -385,29 +394,19 @@ class FusedMatMulKernel : public CudaKernel {
   Status product_through_scratch(CudaComputeContext& ctx, GemmDesc d, const Scratch& through, const Tensor& A,
                                  Tensor& Y) const {
     const int64_t M = d.m, N = d.n, K = d.k, es = int64_t(dtype_size(d.dtype)), ys = int64_t(dtype_size(Y.dtype()));
-    const int64_t pitch = through.width * es, step = chunk_rows(M, pitch);
+    const int64_t pitch_elems = scratch_pitch(through.width), pitch = pitch_elems * es, step = chunk_rows(M, pitch);
     std::byte* scratch = static_cast<std::byte*>(ctx.workspace()) + kGemmWorkspaceBytes;
-    d.n = d.ldb = d.ldc = through.width;
+    d.n = d.ldb = through.width;
+    d.ldc = pitch_elems;
     d.bias = through.bias;
     for (int64_t r0 = 0; r0 < M; r0 += step) {
       d.m = std::min(step, M - r0);
       const void* a = static_cast<const std::byte*>(A.raw()) + r0 * K * es;
       std::byte* y = static_cast<std::byte*>(Y.raw()) + r0 * N * ys;
-      if (K == 0) {  // no product: bias (or zeros) broadcast into every row
-        INGOT_RETURN_IF_ERROR(cuda_status(
-            d.bias ? launch_broadcast_matrix(d.bias, 0, 1, 1.f, scratch, d.m, d.n, d.dtype, ctx.stream())
-                   : cudaMemsetAsync(scratch, 0, size_t(d.m * pitch), ctx.stream()),
-            "FusedMatMul: empty product"));
-        if (act_ != Act::kNone && d.bias)
-          INGOT_RETURN_IF_ERROR(cuda_status(launch_activation_inplace(scratch, d.m * d.n, pointwise(act_), d.dtype,
-                                                                      ctx.stream()),
-                                            "FusedMatMul: activation"));
-      } else {
-        INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a, through.w, scratch, ctx.workspace(), kGemmWorkspaceBytes));
-      }
+      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a, through.w, scratch, ctx.workspace(), kGemmWorkspaceBytes));
       if (Y.dtype() != d.dtype) {
         INGOT_RETURN_IF_ERROR(cuda_status(
-            launch_widen_rows(scratch, through.width, d.dtype, reinterpret_cast<float*>(y), d.m, N, ctx.stream()),
+            launch_widen_rows(scratch, pitch_elems, d.dtype, reinterpret_cast<float*>(y), d.m, N, ctx.stream()),
             "FusedMatMul: widen the product to float32"));
       } else {
         INGOT_RETURN_IF_ERROR(cuda_status(cudaMemcpy2DAsync(y, size_t(N * es), scratch, size_t(pitch), size_t(N * es),

@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kThreads) widen_rows_kernel(const T* __restric
     float* d = y + r * cols;
     for (int64_t c0 = int64_t(blockIdx.x) * kSpan; c0 < cols; c0 += int64_t(gridDim.x) * kSpan) {
       const int64_t c = c0 + 8 * int64_t(threadIdx.x);
-      if (c < cols) stage[threadIdx.x] = *reinterpret_cast<const uint4*>(s + c);  // inside the row: pitch % 8 == 0
+      if (c < cols) stage[threadIdx.x] = *reinterpret_cast<const uint4*>(s + c);  // within the pitch (a multiple of 8, or 0)
       __syncthreads();
 #pragma unroll
       for (int k = 0; k < 8; ++k) {

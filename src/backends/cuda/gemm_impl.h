@@ -26,7 +26,9 @@ cudaError_t launch_activation_inplace(void* y, int64_t n, PointwiseActivation ac
 // y[i, j] = float(src[i·src_pitch + j]) for i < rows, j < cols (y dense [rows, cols] float32):
 // a float16/bfloat16 product widened to float32 on its way out of the scratch it was computed in
 // (FusedMatMul with output_dtype float32), dropping the padding columns of a padded product.
-// src: float16 or bfloat16, 16-byte aligned, src_pitch a multiple of 8 (else cudaErrorInvalidValue).
+// src: float16 or bfloat16, 16-byte aligned, src_pitch a multiple of 8 (0: every row of y from the
+// same source row), else cudaErrorInvalidValue. Loads may read up to 7 elements past a row's
+// `cols`, within its pitch (or, at pitch 0, the row rounded up to 8 elements).
 cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t rows, int64_t cols,
                               cudaStream_t stream);
 
