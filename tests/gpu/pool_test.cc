@@ -7,6 +7,7 @@
 // RMS. Every case also checks that nothing fell back to the CPU.
 #include <cmath>
 
+#include "../ops/graph_builder.h"
 #include "gpu_test_util.h"
 
 namespace ingot::testing {
@@ -66,46 +67,16 @@ std::shared_ptr<Engine> expect_matches_cpu(const Model& m, const std::map<std::s
   return fp32;
 }
 
-// Builds small graphs node by node (node i is named <Op><i>).
-struct Builder {
-  Model m;
+// Builds small graphs node by node (node i is named <Op><i>); inputs keep their feed.
+struct Builder : GraphBuilder {
   std::map<std::string, Tensor> feeds;
-  Builder() {
-    m.path = "test:pool";
-    m.ir_version = 8;
-    m.opsets[""] = 17;
-  }
-  Graph& g() { return m.graph; }
+  Builder() : GraphBuilder("test:pool", 17) {}
   ValueId input(const std::string& name, Tensor t) {
-    ValueId id = g().intern(name);
-    g().value(id).dtype = t.dtype();
-    SymShape ss;
-    for (int64_t d : t.shape()) ss.push_back(Dim{d, {}});
-    g().value(id).shape = ss;
-    g().inputs.push_back(id);
+    ValueId id = GraphBuilder::input(name, t.dtype(), t.shape());
     feeds[name] = std::move(t);
     return id;
   }
-  ValueId init(const std::string& name, Tensor t) {
-    ValueId id = g().intern(name);
-    g().value(id).dtype = t.dtype();
-    g().initializers[id] = std::move(t);
-    return id;
-  }
-  ValueId node(const std::string& op, std::vector<ValueId> in, Attributes a = {}, const std::string& domain = "") {
-    Node n;
-    n.op_type = op;
-    n.domain = domain;
-    if (!domain.empty()) m.opsets[domain] = 1;
-    n.name = op + std::to_string(g().nodes.size());
-    n.inputs = std::move(in);
-    n.attrs = std::move(a);
-    ValueId out = g().intern(n.name + "_out");
-    n.outputs = {out};
-    g().nodes.push_back(std::move(n));
-    return out;
-  }
-  void output(ValueId v) { g().outputs.push_back(v); }
+  ValueId init(const std::string& name, Tensor t) { return constant(name, std::move(t)); }
 };
 
 Attributes pool_attrs(std::vector<int64_t> k, std::vector<int64_t> strides, std::vector<int64_t> pads,

@@ -1,5 +1,6 @@
 // A small graph builder for tests that assemble models node by node: float or integer graph
-// inputs with static shapes, scalar and tensor initializers, nodes named after their output.
+// inputs with static shapes, scalar and tensor initializers, nodes named after their output or
+// after their op and position.
 #pragma once
 
 #include <string>
@@ -45,6 +46,20 @@ struct GraphBuilder {
     ValueId o = m.graph.intern(out);
     n.outputs = {o};
     n.attrs = std::move(attrs);
+    m.graph.nodes.push_back(std::move(n));
+    return o;
+  }
+  // A node named <op><index> whose one output is <name>_out; a non-default domain is imported.
+  ValueId node(const std::string& op, std::vector<ValueId> ins, Attributes attrs = {}, const std::string& domain = "") {
+    Node n;
+    n.op_type = op;
+    n.domain = domain;
+    if (!domain.empty()) m.opsets[domain] = 1;
+    n.name = op + std::to_string(m.graph.nodes.size());
+    n.inputs = std::move(ins);
+    n.attrs = std::move(attrs);
+    ValueId o = m.graph.intern(n.name + "_out");
+    n.outputs = {o};
     m.graph.nodes.push_back(std::move(n));
     return o;
   }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "../ops/graph_builder.h"
 #include "../ops/op_test_util.h"
 #include "passes/pass.h"
 #include "runtime/engine.h"
@@ -19,42 +20,12 @@ using testing::max_abs_diff;
 using testing::random_tensor;
 using testing::string_attr;
 
-// Builds small graphs node by node.
-struct Builder {
-  Model m;
-  Builder() {
-    m.path = "test:fuse_conv";
-    m.ir_version = 8;
-    m.opsets[""] = 17;
-  }
+// Builds small graphs node by node (node i is named <Op><i>).
+struct Builder : testing::GraphBuilder {
+  Builder() : GraphBuilder("test:fuse_conv", 17) {}
   Graph& g() { return m.graph; }
-  ValueId input(const std::string& name, Shape s, DType t = DType::kFloat32) {
-    ValueId id = g().intern(name);
-    g().value(id).dtype = t;
-    SymShape ss;
-    for (int64_t d : s) ss.push_back(Dim{d, {}});
-    g().value(id).shape = ss;
-    g().inputs.push_back(id);
-    return id;
-  }
-  ValueId init(const std::string& name, Tensor t) {
-    ValueId id = g().intern(name);
-    g().value(id).dtype = t.dtype();
-    g().initializers[id] = std::move(t);
-    return id;
-  }
-  ValueId node(const std::string& op, std::vector<ValueId> in, Attributes a = {}) {
-    Node n;
-    n.op_type = op;
-    n.name = op + std::to_string(g().nodes.size());
-    n.inputs = std::move(in);
-    n.attrs = std::move(a);
-    ValueId out = g().intern(n.name + "_out");
-    n.outputs = {out};
-    g().nodes.push_back(std::move(n));
-    return out;
-  }
-  void output(ValueId v) { g().outputs.push_back(v); }
+  ValueId input(const std::string& name, Shape s, DType t = DType::kFloat32) { return GraphBuilder::input(name, t, s); }
+  ValueId init(const std::string& name, Tensor t) { return constant(name, std::move(t)); }
 };
 
 Attributes conv_attrs(int64_t group = 1, int64_t stride = 1, int64_t pad = 1) {
@@ -77,13 +48,11 @@ struct Compared {
   std::shared_ptr<Engine> opt;
 };
 
-// Runs the model optimized and not on the same feeds; returns the optimized graph's op counts
-// and the max abs difference over all outputs.
-Compared compare(const Model& m, const std::map<std::string, Tensor>& feeds) {
+// Runs the model with `reference` options and fully optimized on the same feeds: the optimized
+// engine, its op counts and the max abs difference over all outputs (any numeric dtype).
+Compared compare_against(const Model& m, const std::map<std::string, Tensor>& feeds, const EngineOptions& reference) {
   Compared r;
-  EngineOptions plain;
-  plain.optimize = false;
-  auto e0 = Engine::from_model(m, plain);
+  auto e0 = Engine::from_model(m, reference);
   auto e1 = Engine::from_model(m);
   EXPECT_TRUE(e0.has_value()) << e0.status().message();
   EXPECT_TRUE(e1.has_value()) << e1.status().message();
@@ -98,9 +67,21 @@ Compared compare(const Model& m, const std::map<std::string, Tensor>& feeds) {
   r.diff = 0;
   for (size_t i = 0; i < o0->size(); ++i) {
     EXPECT_EQ((*o0)[i].name, (*o1)[i].name);
-    r.diff = std::max(r.diff, max_abs_diff((*o0)[i].tensor, (*o1)[i].tensor));
+    const Tensor &a = (*o0)[i].tensor, &b = (*o1)[i].tensor;
+    EXPECT_EQ(a.dtype(), b.dtype());
+    EXPECT_EQ(a.shape(), b.shape());
+    if (a.dtype() != b.dtype() || a.shape() != b.shape()) return r;
+    for (int64_t k = 0; k < a.numel(); ++k)
+      r.diff = std::max(r.diff, std::fabs(a.scalar_as_double(k) - b.scalar_as_double(k)));
   }
   return r;
+}
+
+// Optimized against the optimizer off.
+Compared compare(const Model& m, const std::map<std::string, Tensor>& feeds) {
+  EngineOptions plain;
+  plain.optimize = false;
+  return compare_against(m, feeds, plain);
 }
 
 const Node* find_op(const Engine& e, const std::string& op) {
@@ -403,34 +384,11 @@ Attributes pool_attrs(std::vector<int64_t> k, std::vector<int64_t> strides, std:
   return a;
 }
 
-// Runs the model with fuse_conv_activation disabled and enabled (every other pass on in both)
-// on the same feeds: the optimized engine and the max abs difference over all outputs.
+// Optimized with every pass against every pass but fuse_conv_activation.
 Compared compare_without_layout_pass(const Model& m, const std::map<std::string, Tensor>& feeds) {
-  Compared r;
   EngineOptions off;
   off.disabled_passes = {"fuse_conv_activation"};
-  auto e0 = Engine::from_model(m, off);
-  auto e1 = Engine::from_model(m);
-  EXPECT_TRUE(e0.has_value()) << e0.status().message();
-  EXPECT_TRUE(e1.has_value()) << e1.status().message();
-  if (!e0 || !e1) return r;
-  r.opt = *e1;
-  for (const Node& n : (*e1)->model().graph.nodes) r.ops[(n.domain.empty() ? "" : n.domain + ".") + n.op_type]++;
-  auto o0 = (*e0)->create_context()->run(feeds);
-  auto o1 = (*e1)->create_context()->run(feeds);
-  EXPECT_TRUE(o0.has_value()) << o0.status().message();
-  EXPECT_TRUE(o1.has_value()) << o1.status().message();
-  if (!o0 || !o1) return r;
-  r.diff = 0;
-  for (size_t i = 0; i < o0->size(); ++i) {
-    const Tensor &a = (*o0)[i].tensor, &b = (*o1)[i].tensor;
-    EXPECT_EQ(a.dtype(), b.dtype());
-    EXPECT_EQ(a.shape(), b.shape());
-    if (a.dtype() != b.dtype() || a.shape() != b.shape()) return r;
-    for (int64_t k = 0; k < a.numel(); ++k)
-      r.diff = std::max(r.diff, std::fabs(a.scalar_as_double(k) - b.scalar_as_double(k)));
-  }
-  return r;
+  return compare_against(m, feeds, off);
 }
 
 // The optimized graph's node called `name` (the builder names nodes <Op><index>; a FusedConv
