@@ -45,6 +45,7 @@ std::vector<ValueId> bn_params(Builder& b, int64_t c, uint32_t seed) {
 struct Compared {
   std::map<std::string, int> ops;  // "domain.Op" counts of the optimized graph
   double diff = 1e300;
+  double scale = 0;  // the reference outputs' max abs value
   std::shared_ptr<Engine> opt;
 };
 
@@ -71,8 +72,10 @@ Compared compare_against(const Model& m, const std::map<std::string, Tensor>& fe
     EXPECT_EQ(a.dtype(), b.dtype());
     EXPECT_EQ(a.shape(), b.shape());
     if (a.dtype() != b.dtype() || a.shape() != b.shape()) return r;
-    for (int64_t k = 0; k < a.numel(); ++k)
+    for (int64_t k = 0; k < a.numel(); ++k) {
       r.diff = std::max(r.diff, std::fabs(a.scalar_as_double(k) - b.scalar_as_double(k)));
+      r.scale = std::max(r.scale, std::fabs(a.scalar_as_double(k)));
+    }
   }
   return r;
 }
@@ -406,6 +409,28 @@ Tensor conv_weight(int64_t k, int64_t c, size_t spatial, int64_t ks, uint32_t se
   Shape s = {k, c};
   for (size_t i = 0; i < spatial; ++i) s.push_back(ks);
   return random_tensor(s, seed, -0.3f, 0.3f);
+}
+
+TEST(FuseConvActivation, WinogradConvolutionsMatchTheReference) {
+  // Two 3x3 convolutions over 16x16 pixels (Winograd's size), the second with a residual and
+  // Relu, then one over 4x4 pixels (too few: direct). The kernel reports its implementations.
+  Builder b;
+  ValueId x = b.input("x", {1, 16, 16, 16});
+  ValueId r1 = b.node("Relu", {b.node("Conv", {x, b.init("w1", conv_weight(32, 16, 2, 3, 80))}, conv_attrs())});
+  ValueId c2 = b.node("Conv", {r1, b.init("w2", conv_weight(32, 32, 2, 3, 81))}, conv_attrs());
+  ValueId r2 = b.node("Relu", {b.node("Add", {c2, r1})});
+  ValueId small = b.node("MaxPool", {r2}, pool_attrs({4, 4}, {4, 4}, {0, 0, 0, 0}));
+  b.output(b.node("Conv", {small, b.init("w3", conv_weight(16, 32, 2, 3, 82))}, conv_attrs()));
+  ::setenv("INGOT_FUSED_CONV_VERBOSE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  auto r = compare(b.m, {{"x", random_tensor({1, 16, 16, 16}, 83)}});
+  std::string log = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("INGOT_FUSED_CONV_VERBOSE");
+  EXPECT_EQ(r.ops["ingot.FusedConv"], 3);
+  size_t wino = 0;
+  for (size_t at = log.find("wino"); at != std::string::npos; at = log.find("wino", at + 1)) ++wino;
+  EXPECT_EQ(wino, 2u) << log;
+  EXPECT_LE(r.diff, 1e-6 * r.scale) << "max abs output " << r.scale;
 }
 
 TEST(FuseConvActivation, ChannelsLastThroughMaxPool) {

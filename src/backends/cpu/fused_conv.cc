@@ -15,6 +15,13 @@
 // runs on the caller's buffers directly; otherwise (it would fall back to gemm or a reference
 // kernel) the tensors are reordered into the layout it prefers and back.
 // INGOT_FUSED_CONV_LAYOUT=plain|blocked forces one choice (for measurements).
+//
+// Algorithm: 3x3 stride-1 convolutions over enough pixels run as oneDNN's Winograd convolution
+// (F(2x2,3x3) or F(4x4,3x3) by its choice; blocked layout, reordered from and to the caller's):
+// 2.25-4x fewer multiplies, 1.5-2.2x faster on ResNet-50's 3x3 layers on 2 threads. Its
+// transforms change the rounding: on those layers the results differed from the direct kernel's
+// by at most 3.1e-6 of the output's magnitude. INGOT_CONV_WINOGRAD=0 keeps every convolution
+// direct.
 #include <cstdlib>
 #include <cstring>
 
@@ -103,6 +110,23 @@ void append_activation(dnnl::post_ops& po, const fused_conv::Activation& a) {
 // Implementations that are slow on plain NCHW; with them the blocked layout wins.
 bool slow_on_plain(const std::string& impl) {
   return impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos;
+}
+
+// Winograd: 2-D 3x3 convolutions with stride 1 and no dilation (no groups: the weight dims have
+// no group axis) over at least 196 output pixels (14x14 at batch 1; on 7x7 at batch 1 it measured
+// no faster than the direct kernel before the layout reorders it needs).
+bool winograd_pays(const dnnl::memory::dims& xd, const dnnl::memory::dims& wd, const dnnl::memory::dims& yd,
+                   const std::vector<int64_t>& st, const dnnl::memory::dims& d1) {
+  if (xd.size() != 4 || wd.size() != 4 || wd[2] != 3 || wd[3] != 3) return false;
+  if (st[0] != 1 || st[1] != 1 || d1[0] != 0 || d1[1] != 0) return false;
+  return yd[0] * yd[2] * yd[3] >= 196;
+}
+bool winograd_allowed() {
+  static const bool allowed = [] {
+    const char* e = std::getenv("INGOT_CONV_WINOGRAD");
+    return !(e && std::string(e) == "0");
+  }();
+  return allowed;
 }
 
 class FusedConvKernel : public OpKernel {
@@ -275,15 +299,23 @@ class FusedConvKernel : public OpKernel {
       attr.set_post_ops(po);
     }
     md bd = has_b ? plain_desc({yd[1]}) : md();
-    auto make = [&](const md& s, const md& d) {
-      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, s,
-                                           any_desc(wd), bd, d, to_dims(st), d1, to_dims(pb), to_dims(pe));
+    auto make = [&](const md& s, const md& d, dnnl::algorithm alg = dnnl::algorithm::convolution_direct) {
+      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, s, any_desc(wd), bd, d,
+                                           to_dims(st), d1, to_dims(pb), to_dims(pe));
       return dnnl::convolution_forward::primitive_desc(desc, attr, eng);
     };
     LayoutMode mode = layout_mode();
     dnnl::convolution_forward::primitive_desc pd;
     bool have = false;
-    if (mode != LayoutMode::kBlocked) {
+    if (winograd_pays(xd, wd, yd, st, d1) && winograd_allowed()) {
+      try {
+        pd = make(any_desc(xd), any_desc(yd), dnnl::algorithm::convolution_winograd);
+        have = true;
+      } catch (const dnnl::error&) {
+        have = false;
+      }
+    }
+    if (!have && mode != LayoutMode::kBlocked) {
       try {
         pd = make(layout_desc(xd, x_cl_), layout_desc(yd, y_cl_));
         have = mode == LayoutMode::kPlain || !slow_on_plain(pd.impl_info_str());
