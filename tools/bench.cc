@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -261,10 +260,11 @@ int run_bench(const BenchOptions& o) {
   std::shared_ptr<Engine> engine = *engine_or;
   const std::string& mpath = o.model;
   // ONNX Runtime runs the ONNX model: for an engine file, the one it was built from.
-  const std::string peer_model = engine->source_model();
-  if (peer && !std::filesystem::exists(peer_model))
-    return error("--against ort: " + mpath + " was built from " + peer_model +
-                 ", which is not here: ONNX Runtime needs that ONNX model");
+  std::string peer_model = engine->source_model();
+  if (peer) {
+    auto m = ort_model_for(mpath, peer_model);
+    if (!m) return error(m.status());
+  }
   const int threads = o.threads > 0 ? o.threads : num_threads();
   int64_t rss_loaded_kb = self_max_rss_kb();
 

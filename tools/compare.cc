@@ -173,7 +173,9 @@ int run_compare(const CompareOptions& o) {
     std::vector<std::pair<std::string, Tensor>> named;
     for (const auto& io : engine->inputs()) named.push_back({io.name, inputs[io.name]});
     Status st = write_npz(in_npz, named);
-    if (st) st = peer->load(o.model, threads);
+    auto ort_model = ort_model_for(o.model, engine->source_model());
+    if (!ort_model) st = ort_model.status();
+    if (st) st = peer->load(*ort_model, threads);
     if (st) st = peer->set_inputs(in_npz);
     if (st) st = peer->save_outputs(out_npz);
     if (!st) {
@@ -184,7 +186,8 @@ int run_compare(const CompareOptions& o) {
     cleanup();
     if (!z) return error(z.status());
     for (auto& [k, t] : *z) ref.push_back({k, t});
-    ref_desc = "ONNX Runtime " + peer->description() + ", " + std::to_string(threads) + " intra-op thread(s)";
+    ref_desc = "ONNX Runtime " + peer->description() + ", " + std::to_string(threads) + " intra-op thread(s)" +
+               (*ort_model != o.model ? ", on " + *ort_model + " (the engine's source model)" : std::string());
   } else {
     EngineOptions ro;
     ro.threads = o.threads;

@@ -303,6 +303,14 @@ Expected<std::string> OrtPeer::request(const std::string& line, double timeout_s
   return receive(timeout_s);
 }
 
+Expected<std::string> ort_model_for(const std::string& given, const std::string& source_model) {
+  struct stat st{};
+  if (::stat(source_model.c_str(), &st) != 0)
+    return invalid_argument("--against ort: " + given + " was built from " + source_model +
+                            ", which is not here: ONNX Runtime needs that ONNX model");
+  return source_model;
+}
+
 Status OrtPeer::load(const std::string& model, int threads) {
   auto r = request("load " + std::to_string(threads) + " " + model);
   return r ? Status::ok() : r.status();

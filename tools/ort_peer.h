@@ -68,6 +68,11 @@ class OrtPeer {
   double await_overhead_ms_ = 0;
 };
 
+// The ONNX model ONNX Runtime runs for the model or engine file `given`, whose engine reports
+// `source_model` (Engine::source_model(): the file itself for an ONNX model, the model an engine
+// was built from). Error, naming both, when that model is no longer there.
+Expected<std::string> ort_model_for(const std::string& given, const std::string& source_model);
+
 // Peak resident memory of this process so far (getrusage high-water), KiB.
 int64_t self_max_rss_kb();
 

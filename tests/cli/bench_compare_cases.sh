@@ -157,7 +157,11 @@ case $CASE in
     cp "$M/mlp.onnx" "$TMP/moved.onnx"
     "$INGOT" build "$TMP/moved.onnx" -o "$TMP/moved.ingot" >/dev/null 2>&1 || fail "ingot build failed"
     rm "$TMP/moved.onnx"
-    expect_error 1 "was built from $TMP/moved.onnx, which is not here" -- bench "$TMP/moved.ingot" --against ort --shapes x:2x4 ;;
+    expect_error 1 "was built from $TMP/moved.onnx, which is not here" -- bench "$TMP/moved.ingot" --against ort --shapes x:2x4
+    # compare runs ONNX Runtime on the source model too
+    expect_rc 0 "(the engine's source model)" "PASS: all 1 output(s)" \
+      -- compare "$TMP/mlp.ingot" --against ort --shapes x:2x4 --threads 1
+    expect_error 1 "was built from $TMP/moved.onnx, which is not here" -- compare "$TMP/moved.ingot" --against ort --shapes x:2x4 ;;
   compare_against_ort)
     need_ort
     expect_rc 0 "reference  ONNX Runtime onnxruntime" "PASS: all 2 output(s)" \
