@@ -241,9 +241,10 @@ Status GraphExecutor::run_node(size_t pos, std::vector<Tensor>& env, const Outer
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       ValueId v = node.outputs[i];
       if (v == kNoValue || plan->offset[size_t(v)] < 0) continue;
-      slots[i] = OutputSlot{arena + plan->offset[size_t(v)], size_t(plan->capacity[size_t(v)]), false};
+      slots[i] = OutputSlot{arena + plan->offset[size_t(v)], size_t(plan->capacity[size_t(v)]),
+                            k.writes_every_output_element()};
       for (const Tensor* t : ins)
-        if (t && t->raw() == slots[i].data) slots[i].in_place = true;
+        if (t && t->raw() == slots[i].data) slots[i].keep_contents = true;
     }
   }
   ComputeContext cctx(node, std::move(ins), ictx.outputs(), subgraph_runner(env, outer), slots);

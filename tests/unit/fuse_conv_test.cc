@@ -433,6 +433,35 @@ TEST(FuseConvActivation, WinogradConvolutionsMatchTheReference) {
   EXPECT_LE(r.diff, 1e-6 * r.scale) << "max abs output " << r.scale;
 }
 
+TEST(FuseConvActivation, ResidualOutputTakesTheResidualsBufferEvenWhenItIsAlsoX) {
+  // relu(conv(r) + r): the FusedConv's X and Z are both r, r is read by nothing later, so the
+  // memory plan computes Y in r's buffer; the kernel must copy X before writing Y there (8x8:
+  // the direct convolution, which runs on the caller's buffers).
+  Builder b;
+  ValueId in = b.input("x", {1, 16, 8, 8});
+  ValueId r = b.node("Relu", {b.node("Conv", {in, b.init("w1", conv_weight(16, 16, 2, 3, 90))}, conv_attrs())});
+  ValueId c = b.node("Conv", {r, b.init("w2", conv_weight(16, 16, 2, 3, 91))}, conv_attrs());
+  ValueId y = b.node("Relu", {b.node("Add", {c, r})});
+  b.output(b.node("Conv", {y, b.init("w3", conv_weight(8, 16, 2, 1, 93))}, conv_attrs(1, 1, 0)));
+  auto cmp = compare(b.m, {{"x", random_tensor({1, 16, 8, 8}, 92)}});
+  ASSERT_TRUE(cmp.opt);
+  EXPECT_EQ(cmp.ops["ingot.FusedConv"], 3);
+  const MemoryPlan* plan = cmp.opt->memory_plan();
+  ASSERT_NE(plan, nullptr);
+  const Graph& g = cmp.opt->model().graph;
+  int checked = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op_type != "FusedConv" || n.inputs.size() < 4) continue;
+    ASSERT_EQ(n.inputs[0], n.inputs[3]);
+    ValueId z = n.inputs[3], y = n.outputs[0];
+    EXPECT_GE(plan->offset[size_t(y)], 0);
+    EXPECT_EQ(plan->offset[size_t(y)], plan->offset[size_t(z)]);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1);
+  EXPECT_LE(cmp.diff, 1e-5 * std::max(1.0, cmp.scale));
+}
+
 TEST(FuseConvActivation, ChannelsLastThroughMaxPool) {
   // ResNet's stem: conv 7x7/2 + relu -> MaxPool 3x3/2 -> a 1x1 conv (the downsample) and a 3x3
   // conv whose sum goes through relu to the output. The downsample, visited first, absorbs the

@@ -146,6 +146,7 @@ std::unique_ptr<float[]> uninit(int64_t n) { return std::unique_ptr<float[]>(new
 
 class AttentionKernel : public OpKernel {
  public:
+  bool writes_every_output_element() const override { return true; }
   Status init(const Node& node, int) override {
     auto a = parse_attention_attrs(node);
     if (!a) return a.status();

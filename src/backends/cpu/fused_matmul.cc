@@ -40,6 +40,7 @@ struct Prim {
 
 class FusedMatMulKernel : public OpKernel {
  public:
+  bool writes_every_output_element() const override { return true; }
   Status init(const Node& node, int) override {
     std::string a = node.attrs.get_string("activation", "");
     if (!parse_activation(a, spec_.act))
