@@ -114,6 +114,7 @@ template <class T, class A> inline A through(A v) {
 
 class SkipLayerNormKernel : public OpKernel {
  public:
+  bool writes_every_output_element() const override { return true; }
   Status init(const Node& node, int) override {
     epsilon_ = node.attrs.get_float("epsilon", 1e-5f);
     int64_t axis = node.attrs.get_int("axis", -1);
