@@ -260,10 +260,11 @@ int run_bench(const BenchOptions& o) {
   std::shared_ptr<Engine> engine = *engine_or;
   const std::string& mpath = o.model;
   // ONNX Runtime runs the ONNX model: for an engine file, the one it was built from.
-  std::string peer_model = engine->source_model();
+  std::string peer_model;
   if (peer) {
-    auto m = ort_model_for(mpath, peer_model);
+    auto m = ort_model_for(mpath, engine->source_model());
     if (!m) return error(m.status());
+    peer_model = *m;
   }
   const int threads = o.threads > 0 ? o.threads : num_threads();
   int64_t rss_loaded_kb = self_max_rss_kb();

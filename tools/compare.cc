@@ -120,6 +120,13 @@ int run_compare(const CompareOptions& o) {
   if (!engine_or) return error(engine_or.status());
   std::shared_ptr<Engine> engine = *engine_or;
   const int threads = o.threads > 0 ? o.threads : num_threads();
+  // ONNX Runtime runs the ONNX model: for an engine file, the one it was built from.
+  std::string ort_model;
+  if (vs_ort) {
+    auto m = ort_model_for(o.model, engine->source_model());
+    if (!m) return error(m.status());
+    ort_model = *m;
+  }
 
   std::map<std::string, Tensor> inputs;
   std::map<std::string, std::string> sources;
@@ -173,9 +180,7 @@ int run_compare(const CompareOptions& o) {
     std::vector<std::pair<std::string, Tensor>> named;
     for (const auto& io : engine->inputs()) named.push_back({io.name, inputs[io.name]});
     Status st = write_npz(in_npz, named);
-    auto ort_model = ort_model_for(o.model, engine->source_model());
-    if (!ort_model) st = ort_model.status();
-    if (st) st = peer->load(*ort_model, threads);
+    if (st) st = peer->load(ort_model, threads);
     if (st) st = peer->set_inputs(in_npz);
     if (st) st = peer->save_outputs(out_npz);
     if (!st) {
@@ -187,7 +192,7 @@ int run_compare(const CompareOptions& o) {
     if (!z) return error(z.status());
     for (auto& [k, t] : *z) ref.push_back({k, t});
     ref_desc = "ONNX Runtime " + peer->description() + ", " + std::to_string(threads) + " intra-op thread(s)" +
-               (*ort_model != o.model ? ", on " + *ort_model + " (the engine's source model)" : std::string());
+               (ort_model != o.model ? ", on " + ort_model + " (the engine's source model)" : std::string());
   } else {
     EngineOptions ro;
     ro.threads = o.threads;

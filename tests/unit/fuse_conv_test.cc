@@ -411,14 +411,20 @@ Tensor conv_weight(int64_t k, int64_t c, size_t spatial, int64_t ks, uint32_t se
   return random_tensor(s, seed, -0.3f, 0.3f);
 }
 
+// relu(conv3x3(r) + r) with r = relu(conv3x3(in)): a residual block whose second convolution
+// becomes a FusedConv with Z = r (and X = r).
+ValueId residual_block(Builder& b, ValueId in, int64_t c_in, int64_t c, uint32_t seed) {
+  const std::string id = std::to_string(seed);
+  ValueId r = b.node("Relu", {b.node("Conv", {in, b.init("w" + id, conv_weight(c, c_in, 2, 3, seed))}, conv_attrs())});
+  ValueId conv = b.node("Conv", {r, b.init("w" + id + "b", conv_weight(c, c, 2, 3, seed + 1))}, conv_attrs());
+  return b.node("Relu", {b.node("Add", {conv, r})});
+}
+
 TEST(FuseConvActivation, WinogradConvolutionsMatchTheReference) {
   // Two 3x3 convolutions over 16x16 pixels (Winograd's size), the second with a residual and
   // Relu, then one over 4x4 pixels (too few: direct). The kernel reports its implementations.
   Builder b;
-  ValueId x = b.input("x", {1, 16, 16, 16});
-  ValueId r1 = b.node("Relu", {b.node("Conv", {x, b.init("w1", conv_weight(32, 16, 2, 3, 80))}, conv_attrs())});
-  ValueId c2 = b.node("Conv", {r1, b.init("w2", conv_weight(32, 32, 2, 3, 81))}, conv_attrs());
-  ValueId r2 = b.node("Relu", {b.node("Add", {c2, r1})});
+  ValueId r2 = residual_block(b, b.input("x", {1, 16, 16, 16}), 16, 32, 80);
   ValueId small = b.node("MaxPool", {r2}, pool_attrs({4, 4}, {4, 4}, {0, 0, 0, 0}));
   b.output(b.node("Conv", {small, b.init("w3", conv_weight(16, 32, 2, 3, 82))}, conv_attrs()));
   ::setenv("INGOT_FUSED_CONV_VERBOSE", "1", 1);
@@ -438,11 +444,8 @@ TEST(FuseConvActivation, ResidualOutputTakesTheResidualsBufferEvenWhenItIsAlsoX)
   // memory plan computes Y in r's buffer; the kernel must copy X before writing Y there (8x8:
   // the direct convolution, which runs on the caller's buffers).
   Builder b;
-  ValueId in = b.input("x", {1, 16, 8, 8});
-  ValueId r = b.node("Relu", {b.node("Conv", {in, b.init("w1", conv_weight(16, 16, 2, 3, 90))}, conv_attrs())});
-  ValueId c = b.node("Conv", {r, b.init("w2", conv_weight(16, 16, 2, 3, 91))}, conv_attrs());
-  ValueId y = b.node("Relu", {b.node("Add", {c, r})});
-  b.output(b.node("Conv", {y, b.init("w3", conv_weight(8, 16, 2, 1, 93))}, conv_attrs(1, 1, 0)));
+  ValueId block = residual_block(b, b.input("x", {1, 16, 8, 8}), 16, 16, 90);
+  b.output(b.node("Conv", {block, b.init("w3", conv_weight(8, 16, 2, 1, 93))}, conv_attrs(1, 1, 0)));
   auto cmp = compare(b.m, {{"x", random_tensor({1, 16, 8, 8}, 92)}});
   ASSERT_TRUE(cmp.opt);
   EXPECT_EQ(cmp.ops["ingot.FusedConv"], 3);
