@@ -30,6 +30,9 @@ const std::vector<std::string>& pass_order(PassStage stage) {
       "fuse_layer_norm",
       // Attention before linear fusion: it consumes the Q/K/V MatMul+Add chains itself.
       "fuse_attention",
+      // Then the fused ops' masks lose the broadcasts (Expand, And with true) around them,
+      // before elementwise fusion would merge those into one broadcasting kernel.
+      "simplify_attention_mask",
       "fuse_linear",
       // Skip-LayerNorm after linear fusion: the residual Add it folds follows a fused linear.
       "fuse_skip_layer_norm",

@@ -163,7 +163,8 @@ bool padding(int64_t idx, const Shape& s) {
 TEST(CudaAttention, Float32MaskShapesAndKinds) {
   INGOT_REQUIRE_GPU();
   for (const std::string kind : {"add", "bool"}) {
-    for (Shape shape : {Shape{3, 1, 1, 77}, Shape{3, 1, 77, 77}, Shape{1, 1, 77, 77}, Shape{77, 77}, Shape{3, 2, 77, 77}}) {
+    for (Shape shape : {Shape{3, 1, 1, 77}, Shape{3, 2, 1, 77}, Shape{3, 1, 77, 77}, Shape{1, 1, 77, 77}, Shape{77, 77},
+                          Shape{3, 2, 77, 77}}) {
       Case c;
       c.B = 3, c.S = 77, c.mask_kind = kind, c.mask_shape = shape;
       run_f32(c, padding);
@@ -246,7 +247,8 @@ TEST(CudaAttention, HalfPrecisionMasksAndCausal) {
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
     const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
     for (const std::string kind : {"add", "bool"}) {
-      for (Shape shape : {Shape{3, 1, 1, 77}, Shape{3, 1, 77, 77}, Shape{1, 1, 77, 77}, Shape{77, 77}, Shape{3, 2, 77, 77}}) {
+      for (Shape shape : {Shape{3, 1, 1, 77}, Shape{3, 2, 1, 77}, Shape{3, 1, 77, 77}, Shape{1, 1, 77, 77}, Shape{77, 77},
+                          Shape{3, 2, 77, 77}}) {
         Case c;
         c.B = 3, c.S = 77, c.mask_kind = kind, c.mask_shape = shape;
         run_case(c, dt, tol, tol, padding);
@@ -282,6 +284,35 @@ TEST(CudaAttention, HalfPrecisionFullyMaskedRows) {
     c.B = 3, c.S = 70, c.causal = true, c.nan_to_zero = true, c.mask_kind = "bool", c.mask_shape = {3, 1, 1, 70};
     run_case(c, dt, tol, tol, [](int64_t idx, const Shape& s) { return batch_of(idx, s) != 0 || key_of(idx, s) >= 4; });
   }
+}
+
+// A NaN score makes its whole row NaN (0 with nan_to_zero) on both of the flash kernel's mask
+// paths: a key mask staged in shared memory ([B, 1, 1, S]) and a mask read per score.
+TEST(CudaAttention, HalfPrecisionNaNScores) {
+  INGOT_REQUIRE_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Batch 1's key 5 is NaN for queries 0, 7, 14, ... (for every query under a key mask).
+  auto nan_at = [](int64_t idx, const Shape& s) {
+    return !(batch_of(idx, s) == 1 && key_of(idx, s) == 5 && query_of(idx, s) % 7 == 0);
+  };
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    for (bool nan_to_zero : {false, true}) {
+      for (int64_t S : {70, 4100}) {  // 4100: past the longest key mask staged in shared memory
+        for (Shape shape : {Shape{3, 1, 1, S}, Shape{3, 1, S, S}}) {
+          if (S > 100 && shape[2] != 1) continue;
+          Case c;
+          c.B = 3, c.S = S, c.mask_kind = "add", c.mask_shape = shape, c.nan_to_zero = nan_to_zero;
+          if (S > 100) c.E = 64, c.H = 1, c.M = 32;
+          run_case(c, dt, tol, tol, nan_at, nan);
+        }
+      }
+    }
+  }
+  // Four query warps per CTA (12 heads of 64 at batch 8).
+  Case c;
+  c.B = 8, c.S = 128, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {8, 1, 1, 128};
+  run_case(c, DType::kFloat16, kHalfTol, kHalfTol, nan_at, nan);
 }
 
 // DistilBERT-like shapes (12 heads of 64) at batches that give the flash kernel query blocks of

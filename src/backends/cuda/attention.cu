@@ -5,9 +5,13 @@
 // [B*S, N] (heads side by side), so no transposed copies exist.
 //
 // Two kernels:
-//   flash_kernel<T, D>   float16/bfloat16, D in {32, 64, 80, 96, 128}: tensor cores (mma.sync
-//                        m16n8k16, fp32 accumulators; operands through ldmatrix from shared
-//                        memory filled by cp.async). Each warp owns 16 query rows.
+//   flash_kernel<T, D, kKeyMask>   float16/bfloat16, D in {32, 64, 80, 96, 128}: tensor cores
+//                        (mma.sync m16n8k16, fp32 accumulators; operands through ldmatrix from
+//                        shared memory filled by cp.async). Each warp owns 16 query rows.
+//                        kKeyMask: the mask varies by key alone (BERT's padding mask) or is
+//                        absent; the CTA stages it once as fp32 in shared memory, with -inf past
+//                        S, so a score costs one FMA. Otherwise each score reads its own mask
+//                        element and is bounds-checked.
 //   generic_kernel<T>    any float dtype and D <= 128 (float32 engines, odd head sizes): one warp
 //                        per query row, one lane per key, plain fp32 FMAs. Correct, not fast.
 //
@@ -23,6 +27,7 @@
 #include <climits>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "backends/cuda/attention_impl.h"
 #include "backends/cuda/cuda_common.cuh"
@@ -91,7 +96,8 @@ __device__ __forceinline__ float mask_at(const CoreParams& p, int64_t off) {
 // the first two rounds of tiles are all requested before anything is computed, and round i + 2
 // is requested as soon as round i's buffer is free, so at s128 every global load of a CTA is in
 // flight at once. Shared memory: (16·W + 256·KS) rows of D + 8 halves (W·KS ≤ 4, KS ≤ 2): 46 KB
-// at D 64, W 4, KS 1; 148 KB at most (D 128, W 2, KS 2).
+// at D 64, W 4, KS 1; 148 KB at most (D 128, W 2, KS 2); plus 4 bytes a key (S rounded up to a
+// tile, at most kMaxStagedKeys) on the key-mask path.
 
 constexpr int kKeyTile = 64;
 
@@ -192,8 +198,10 @@ __host__ __device__ constexpr int flash_smem_rows(int query_warps, int key_split
   return 16 * query_warps + 4 * kKeyTile * key_splits;
 }
 constexpr int kMaxKeySplits = 2;
+// Longest sequence whose key mask a CTA stages in shared memory (16 KB of fp32).
+constexpr int kMaxStagedKeys = 4096;
 
-template <class T, int D>
+template <class T, int D, bool kKeyMask>
 __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   constexpr int kStride = D + 8;  // (D/8 + 1) 16-byte chunks per row, an odd count: ldmatrix's 8 rows hit 8 distinct bank groups
   constexpr int kKSteps = D / 16, kDTiles = D / 8;
@@ -232,16 +240,24 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   cp_async_commit();  // possibly empty: every round waits for all groups but the newest
 
   const int row0 = q0 + qwarp * 16 + g;  // this thread's rows: row0 and row0 + 8
+  // Key-mask path: every key's additive value (0 without a mask, -inf past S) as fp32 in shared
+  // memory behind the K/V buffers, written while the tiles are in flight; read back as float2
+  // (a thread's two adjacent keys), the same for both of its rows.
+  float* kadd = reinterpret_cast<float*>(smem + flash_smem_rows(query_warps, KS) * kStride);
   int64_t mask_row[2] = {0, 0};
-  if (p.mask_type != kMaskNone)
+  if constexpr (kKeyMask) {
+    const int64_t mbase = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h;
+    for (int k = int(threadIdx.x); k < tiles * kKeyTile; k += int(blockDim.x))
+      kadd[k] = k >= S ? neg_inf() : p.mask_type == kMaskNone ? 0.f : mask_at(p, mbase + int64_t(k) * p.mask_k);
+  } else {
     for (int r = 0; r < 2; ++r)
       mask_row[r] = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h + int64_t(min(row0 + 8 * r, S - 1)) * p.mask_q;
+  }
 
   float o[kDTiles][4];
 #pragma unroll
   for (int j = 0; j < kDTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
   float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f};
-  bool has_nan[2] = {false, false};
   uint32_t qf[kKSteps][4];
   const int warp_last_row = q0 + qwarp * 16 + 15;
 
@@ -251,29 +267,29 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
     const uint16_t* vs = ks + kTileElems;
     // Under causal, a tile wholly right of this warp's diagonal would add exactly nothing.
     const bool active = t < tiles && (!p.causal || k0 <= warp_last_row);
-    float s[8][4];
-    if (active) {
+    float madd[8][4];  // full-mask path: this thread's mask values of the tile
+    if (!kKeyMask && active) {
       switch (p.mask_type) {  // issued before the wait so the loads' latency overlaps it
-        case kMaskBool: load_mask_tile<uint8_t>(p, mask_row, k0 + 2 * t4, s); break;
-        case kMaskF32: load_mask_tile<float>(p, mask_row, k0 + 2 * t4, s); break;
-        case kMaskF16: load_mask_tile<__half>(p, mask_row, k0 + 2 * t4, s); break;
-        case kMaskBF16: load_mask_tile<__nv_bfloat16>(p, mask_row, k0 + 2 * t4, s); break;
+        case kMaskBool: load_mask_tile<uint8_t>(p, mask_row, k0 + 2 * t4, madd); break;
+        case kMaskF32: load_mask_tile<float>(p, mask_row, k0 + 2 * t4, madd); break;
+        case kMaskF16: load_mask_tile<__half>(p, mask_row, k0 + 2 * t4, madd); break;
+        case kMaskBF16: load_mask_tile<__nv_bfloat16>(p, mask_row, k0 + 2 * t4, madd); break;
         default:
 #pragma unroll
-          for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+          for (int j = 0; j < 8; ++j) madd[j][0] = madd[j][1] = madd[j][2] = madd[j][3] = 0.f;
       }
     }
     cp_async_wait_all_but_last();
-    __syncthreads();  // round `round` (and, the first time, Q) is in shared memory for every warp
+    __syncthreads();  // round `round` (and, the first time, Q and the key mask) is in shared memory
     if (round == 0) {
 #pragma unroll
       for (int k = 0; k < kKSteps; ++k)
         ldmatrix_x4(qf[k], smem_addr(qs + (qwarp * 16 + (lane & 15)) * kStride + k * 16 + (lane >> 4) * 8));
     }
     if (active) {
-      float acc[8][4];
+      float s[8][4];  // the tile's scores: (q · k) · scale + mask, then their exponentials
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+      for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
 #pragma unroll
       for (int k = 0; k < kKSteps; ++k)
 #pragma unroll
@@ -281,19 +297,33 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
           uint32_t kb[4];
           ldmatrix_x4(kb, smem_addr(ks + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + k * 16 +
                                     ((lane >> 3) & 1) * 8));
-          mma16816<T>(acc[2 * np], qf[k], kb[0], kb[1]);
-          mma16816<T>(acc[2 * np + 1], qf[k], kb[2], kb[3]);
+          mma16816<T>(s[2 * np], qf[k], kb[0], kb[1]);
+          mma16816<T>(s[2 * np + 1], qf[k], kb[2], kb[3]);
         }
+      if constexpr (kKeyMask) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + 8 * j + 2 * t4 + (e & 1), row = row0 + 8 * (e >> 1);
-          float v = acc[j][e] * p.scale + s[j][e];
-          if (key >= S || (p.causal && key > row)) v = neg_inf();
-          has_nan[e >> 1] |= v != v;
-          s[j][e] = v;
+        for (int j = 0; j < 8; ++j) {
+          const float2 ka = *reinterpret_cast<const float2*>(kadd + k0 + 8 * j + 2 * t4);
+          s[j][0] = s[j][0] * p.scale + ka.x, s[j][1] = s[j][1] * p.scale + ka.y;
+          s[j][2] = s[j][2] * p.scale + ka.x, s[j][3] = s[j][3] * p.scale + ka.y;
         }
+        if (p.causal && k0 + kKeyTile - 1 > q0 + qwarp * 16) {  // the tile reaches right of the diagonal
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (k0 + 8 * j + 2 * t4 + (e & 1) > row0 + 8 * (e >> 1)) s[j][e] = neg_inf();
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = k0 + 8 * j + 2 * t4 + (e & 1), row = row0 + 8 * (e >> 1);
+            const float v = s[j][e] * p.scale + madd[j][e];
+            s[j][e] = key >= S || (p.causal && key > row) ? neg_inf() : v;
+          }
+      }
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         float mx = neg_inf();
@@ -342,9 +372,9 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   if (KS > 1) {
     // Merge the key groups into group 0. A thread of group j holds the same rows and columns as
     // the thread of group 0 with its lane and query warp, so the exchange needs no re-layout:
-    // slot (query warp, group j - 1) holds each lane's o, m, l and NaN flags side by side. The
+    // slot (query warp, group j - 1) holds each lane's o, m and l side by side. The
     // K/V buffers are free now (the loop ended on a barrier) and hold the slots.
-    constexpr int kSlot = (kDTiles * 4 + 6) * 32;
+    constexpr int kSlot = (kDTiles * 4 + 4) * 32;
     float* slot = reinterpret_cast<float*>(kv_buf) + (qwarp * (KS - 1) + (group > 0 ? group - 1 : 0)) * kSlot;
     if (group > 0) {
 #pragma unroll
@@ -355,7 +385,6 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
       for (int r = 0; r < 2; ++r) {
         slot[(kDTiles * 4 + r) * 32 + lane] = m[r];
         slot[(kDTiles * 4 + 2 + r) * 32 + lane] = l[r];
-        slot[(kDTiles * 4 + 4 + r) * 32 + lane] = has_nan[r] ? 1.f : 0.f;
       }
     }
     __syncthreads();
@@ -370,7 +399,6 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
         const float a_self = __expf(m[r] - m_use), a_peer = __expf(pm - m_use);
         m[r] = m_new;
         l[r] = l[r] * a_self + peer[(kDTiles * 4 + 2 + r) * 32 + lane] * a_peer;
-        has_nan[r] |= peer[(kDTiles * 4 + 4 + r) * 32 + lane] != 0.f;
 #pragma unroll
         for (int j = 0; j < kDTiles; ++j) {
           o[j][2 * r] = o[j][2 * r] * a_self + peer[(j * 4 + 2 * r) * 32 + lane] * a_peer;
@@ -384,10 +412,8 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float sum = quad_sum(l[r]);
-    const int row_nan = int(has_nan[r]);
-    const bool undefined = (row_nan | __shfl_xor_sync(0xffffffffu, row_nan, 1) | __shfl_xor_sync(0xffffffffu, row_nan, 2) |
-                            __shfl_xor_sync(0xffffffffu, row_nan, 3)) != 0 ||
-                           m[r] == neg_inf();
+    // A NaN score makes its exponential, and so the row's sum, NaN (fmaxf skips it in the max).
+    const bool undefined = sum != sum || m[r] == neg_inf();
     const float inv = 1.f / sum;
     const int row = row0 + 8 * r;
     if (row >= S) continue;
@@ -494,28 +520,42 @@ int mask_type_of(const AttentionCoreArgs& a) {
   }
 }
 
-// Launches flash_kernel<T, D> with its dynamic shared memory; the first launch of each
+// Dynamic shared memory of a flash CTA: its rows of D + 8 halves, then `staged_keys` floats of
+// the key mask (key-mask path).
+constexpr size_t flash_smem_bytes(int D, int query_warps, int key_splits, int staged_keys) {
+  return size_t(flash_smem_rows(query_warps, key_splits)) * size_t(D + 8) * 2 + size_t(staged_keys) * 4;
+}
+
+// Launches flash_kernel<T, D, kKeyMask> with its dynamic shared memory; the first launch of each
 // instantiation raises the kernel's limit to the largest block's need (above the 48 KB default
 // at D 128; a function attribute, not a stream operation, so also fine during graph capture).
-template <class T, int D>
+template <class T, int D, bool kKeyMask>
 cudaError_t launch_flash_d(const CoreParams& p, int query_warps, unsigned grid, cudaStream_t stream) {
   // The largest block launched: W·KS ≤ 4 warps with KS ≤ 2 (W 2, KS 2).
-  static const cudaError_t raised = cudaFuncSetAttribute(
-      flash_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, flash_smem_rows(2, kMaxKeySplits) * (D + 8) * 2);
+  static const cudaError_t raised =
+      cudaFuncSetAttribute(flash_kernel<T, D, kKeyMask>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(flash_smem_bytes(D, 2, kMaxKeySplits, kKeyMask ? kMaxStagedKeys : 0)));
   if (raised != cudaSuccess) return raised;
-  const size_t smem = size_t(flash_smem_rows(query_warps, p.key_splits)) * (D + 8) * 2;
-  flash_kernel<T, D><<<grid, unsigned(32 * query_warps * p.key_splits), smem, stream>>>(p);
+  const int staged = kKeyMask ? (p.S + kKeyTile - 1) / kKeyTile * kKeyTile : 0;
+  const size_t smem = flash_smem_bytes(D, query_warps, p.key_splits, staged);
+  flash_kernel<T, D, kKeyMask><<<grid, unsigned(32 * query_warps * p.key_splits), smem, stream>>>(p);
   return cudaGetLastError();
 }
 
 template <class T>
-cudaError_t launch_flash(const CoreParams& p, int64_t D, int query_warps, unsigned grid, cudaStream_t stream) {
+cudaError_t launch_flash(const CoreParams& p, int64_t D, bool key_mask, int query_warps, unsigned grid,
+                         cudaStream_t stream) {
+  auto go = [&](auto d) {
+    constexpr int kD = decltype(d)::value;
+    return key_mask ? launch_flash_d<T, kD, true>(p, query_warps, grid, stream)
+                    : launch_flash_d<T, kD, false>(p, query_warps, grid, stream);
+  };
   switch (D) {
-    case 32: return launch_flash_d<T, 32>(p, query_warps, grid, stream);
-    case 64: return launch_flash_d<T, 64>(p, query_warps, grid, stream);
-    case 80: return launch_flash_d<T, 80>(p, query_warps, grid, stream);
-    case 96: return launch_flash_d<T, 96>(p, query_warps, grid, stream);
-    case 128: return launch_flash_d<T, 128>(p, query_warps, grid, stream);
+    case 32: return go(std::integral_constant<int, 32>{});
+    case 64: return go(std::integral_constant<int, 64>{});
+    case 80: return go(std::integral_constant<int, 80>{});
+    case 96: return go(std::integral_constant<int, 96>{});
+    case 128: return go(std::integral_constant<int, 128>{});
     default: return cudaErrorInvalidValue;
   }
 }
@@ -543,8 +583,10 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
     p.key_splits = warps <= 2 && blocks(16 * warps) < a.sm_count && key_tiles > 1 ? kMaxKeySplits : 1;
     p.qblocks = int((a.S + 16 * warps - 1) / (16 * warps));
     const unsigned grid = unsigned(blocks(16 * warps));
-    return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, warps, grid, stream)
-                                      : launch_flash<__nv_bfloat16>(p, a.D, warps, grid, stream);
+    // Masks that vary by key alone (or none) are staged in shared memory; others are read per score.
+    const bool key_mask = a.mask_q == 0 && a.S <= kMaxStagedKeys;
+    return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, key_mask, warps, grid, stream)
+                                      : launch_flash<__nv_bfloat16>(p, a.D, key_mask, warps, grid, stream);
   }
   if (blocks(kGenericRows) > INT_MAX) return cudaErrorInvalidConfiguration;
   p.qblocks = int((a.S + kGenericRows - 1) / kGenericRows);

@@ -1,0 +1,138 @@
+// simplify_attention_mask: ingot.Attention reads its mask before the Expand and the And with an
+// always-true term (transformers 5's `q_idx >= 0`) that broadcast it to [B, 1, S, S]; outputs
+// do not change; a term that is not provably true (a Range from -1, a strict comparison at the
+// bound) keeps the And; every BERT-style fixture of both exporters ends with a padding mask
+// that does not vary by query.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../ops/graph_builder.h"
+#include "../ops/op_test_util.h"
+#include "io/npy.h"
+#include "passes/pass.h"
+
+namespace fs = std::filesystem;
+
+namespace ingot {
+namespace {
+
+using namespace ingot::testing;
+
+constexpr int64_t B = 2, S = 6, E = 8;
+
+Tensor int64_scalar(int64_t v) {
+  Tensor t(DType::kInt64, {});
+  t.data<int64_t>()[0] = v;
+  return t;
+}
+
+Tensor int64_vector(std::vector<int64_t> v) {
+  Tensor t(DType::kInt64, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+  return t;
+}
+
+// Attention over X [B, S, E] with the mask Expand(And(pad[b, k], cmp(Range(start, start + S, 1)[q], 0))),
+// built the way transformers 5 exports it: the query index term has shape [1, 1, S, 1].
+Model masked_attention(int64_t range_start, const std::string& cmp) {
+  GraphBuilder b("test:simplify_attention_mask");
+  ValueId x = b.input("X", DType::kFloat32, {B, S, E});
+  ValueId pad = b.input("pad", DType::kBool, {B, S});
+  ValueId len = b.node("Gather", {b.node("Shape", {x}, "x_shape"), b.constant("one", int64_scalar(1))}, "len");
+  ValueId start = b.constant("start", int64_scalar(range_start));
+  ValueId q = b.node("Range", {start, b.node("Add", {len, start}, "limit"), b.constant("step", int64_scalar(1))}, "q_idx");
+  ValueId q4 = b.node("Unsqueeze", {q, b.constant("q_axes", int64_vector({0, 1, 3}))}, "q_idx4");
+  ValueId term = b.node(cmp, {q4, b.constant("zero", int64_scalar(0))}, "q_term");
+  ValueId pad4 = b.node("Unsqueeze", {pad, b.constant("pad_axes", int64_vector({1, 2}))}, "pad4");
+  ValueId both = b.node("And", {pad4, term}, "both");
+  ValueId mask = b.node("Expand", {both, b.constant("mask_shape", int64_vector({B, 1, S, S}))}, "mask");
+  ValueId w_qkv = b.constant("W_qkv", random_tensor({E, 3 * E}, 1));
+  ValueId b_qkv = b.constant("b_qkv", random_tensor({3 * E}, 2));
+  ValueId w_out = b.constant("W_out", random_tensor({E, E}, 3));
+  ValueId b_out = b.constant("b_out", random_tensor({E}, 4));
+  Attributes a;
+  a.set("num_heads", int_attr(2));
+  a.set("scale", float_attr(0.5f));
+  a.set("mask_kind", string_attr("bool"));
+  b.output(b.node("Attention", {x, w_qkv, b_qkv, mask, w_out, b_out}, a, "ingot"));
+  return b.m;
+}
+
+std::map<std::string, Tensor> feeds() {
+  Tensor pad(DType::kBool, {B, S});
+  for (int64_t i = 0; i < B * S; ++i) pad.data<bool>()[i] = i % S < S - 2 * (i / S) - 1;  // batch b keeps S - 2b - 1 keys
+  return {{"X", random_tensor({B, S, E}, 5)}, {"pad", pad}};
+}
+
+// The name of the value the optimized Attention reads as its mask.
+std::string mask_read(const Engine& e) {
+  for (const Node& n : e.model().graph.nodes)
+    if (n.op_type == "Attention") return e.model().graph.value(n.inputs[3]).name;
+  return "";
+}
+
+Tensor run(const Model& m, const EngineOptions& o, std::string* mask_name = nullptr) {
+  auto e = Engine::from_model(m, o);
+  EXPECT_TRUE(e.has_value()) << e.status().message();
+  if (!e) return {};
+  if (mask_name) *mask_name = mask_read(**e);
+  auto out = (*e)->create_context()->run(feeds());
+  EXPECT_TRUE(out.has_value()) << out.status().message();
+  return out ? (*out)[0].tensor : Tensor();
+}
+
+TEST(SimplifyAttentionMask, ReadsThePaddingMaskBeforeItsBroadcasts) {
+  const Model m = masked_attention(0, "GreaterOrEqual");
+  EngineOptions off;
+  off.disabled_passes = {"simplify_attention_mask"};
+  std::string kept, simplified;
+  const Tensor ref = run(m, off, &kept);
+  const Tensor got = run(m, EngineOptions{}, &simplified);
+  EXPECT_EQ(kept, "mask");
+  EXPECT_EQ(simplified, "pad4");
+  ASSERT_TRUE(ref.defined() && got.defined());
+  EXPECT_LT(max_abs_diff(got, ref), 1e-6);
+}
+
+TEST(SimplifyAttentionMask, KeepsTermsNotProvablyTrue) {
+  // Range(-1, S - 1): q_idx >= 0 is false for the first query. Greater(Range(0, S), 0): likewise.
+  for (auto [start, cmp] : {std::pair<int64_t, const char*>{-1, "GreaterOrEqual"}, {0, "Greater"}}) {
+    std::string read;
+    run(masked_attention(start, cmp), EngineOptions{}, &read);
+    EXPECT_EQ(read, "both") << start << " " << cmp;  // the Expand goes, the And stays
+  }
+}
+
+// The mask every fixture's Attention reads, at the fixture's own input shapes, does not vary by
+// query: shape [.., 1, S].
+TEST(SimplifyAttentionMask, TransformerFixturesReadKeyMasks) {
+  for (const char* model : {"bert", "distilbert", "roberta"}) {
+    for (const char* ex : {"torchscript", "dynamo"}) {
+      SCOPED_TRACE(std::string(model) + "/" + ex);
+      const fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
+      auto e = Engine::from_onnx((dir / (std::string("model.") + ex + ".onnx")).string());
+      ASSERT_TRUE(e.has_value()) << e.status().message();
+      int rewrites = 0;
+      for (const PassReport& r : (*e)->pass_reports())
+        if (r.name == "simplify_attention_mask") rewrites = r.rewrites;
+      EXPECT_EQ(rewrites, 2);  // one per layer
+      auto inputs = read_npz((dir / "inputs.npz").string());
+      ASSERT_TRUE(inputs.has_value());
+      ShapeBinding shapes;
+      for (const auto& [name, t] : *inputs) shapes[name] = t.shape();
+      auto metas = infer_with((*e)->model(), shapes);
+      ASSERT_TRUE(metas.has_value()) << metas.status().message();
+      for (const Node& n : (*e)->model().graph.nodes) {
+        if (n.op_type != "Attention") continue;
+        ASSERT_GT(n.inputs.size(), 3u);
+        const Shape& ms = (*metas)[size_t(n.inputs[3])].shape;
+        ASSERT_GE(ms.size(), 2u);
+        EXPECT_EQ(ms[ms.size() - 2], 1) << shape_str(ms);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ingot
