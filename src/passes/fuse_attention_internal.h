@@ -36,7 +36,5 @@ struct Plan {
 // Checks that nothing outside plan.nodes reads what they compute (but plan.out), then replaces
 // them by one ingot.Attention node named `name`; false (with `why`) leaves the graph untouched.
 bool rewrite(GraphEditor& ed, const Plan& plan, const std::string& name, std::string& why);
-// Input shapes with distinct sizes for unbound dims (nullopt: nothing is unbound).
-std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis);
 
 }  // namespace ingot::attn

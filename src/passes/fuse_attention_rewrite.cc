@@ -68,35 +68,4 @@ bool rewrite(GraphEditor& ed, const Plan& plan, const std::string& name, std::st
   return true;
 }
 
-// Distinct sizes for unbound input dims, so batch and sequence differ: one size per symbol
-// (by_axis false) or, for exporters that name equal dims differently (torch.export's s33, s50),
-// one size per axis position across inputs (by_axis true).
-std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis) {
-  ShapeBinding b;
-  std::map<std::string, int64_t> sym;
-  const int64_t sizes[] = {3, 5, 7, 11, 13, 17, 19, 23};
-  size_t next = 0;
-  bool dynamic = false;
-  for (ValueId id : m.graph.inputs) {
-    const ValueInfo& v = m.graph.value(id);
-    if (!v.shape) return std::nullopt;
-    Shape s;
-    for (const Dim& d : *v.shape) {
-      if (d.known()) { s.push_back(d.value); continue; }
-      dynamic = true;
-      if (by_axis) {
-        s.push_back(sizes[s.size() % 8]);
-        continue;
-      }
-      auto it = d.symbol.empty() ? sym.end() : sym.find(d.symbol);
-      int64_t n = it != sym.end() ? it->second : sizes[next++ % 8];
-      if (!d.symbol.empty()) sym[d.symbol] = n;
-      s.push_back(n);
-    }
-    b[v.name] = s;
-  }
-  if (!dynamic) return std::nullopt;
-  return b;
-}
-
 }  // namespace ingot::attn

@@ -38,6 +38,9 @@ const std::vector<std::string>& pass_order(PassStage stage) {
       "fuse_skip_layer_norm",
       // Embedding lookups + sum + LayerNorm: matches the SkipLayerNorm the pass above made.
       "fuse_embed_layer_norm",
+      // Once the layers are fused ops: a Gather of a few rows (a classifier's first token) moves
+      // above the fused linear and LayerNorm ops of the last layer, which then compute those rows.
+      "gather_rows_early",
       // After every pattern fusion, so it only takes the elementwise nodes no fused op claimed.
       "fuse_elementwise",
       // Last: remove whatever the rewrites left unread.
@@ -57,6 +60,35 @@ bool register_pass(const std::string& name, PassFactory factory) {
 }
 
 const std::map<std::string, PassFactory>& registered_passes() { return pass_registry(); }
+
+// torch.export names equal dims differently (s33, s50): by_axis gives them equal sizes anyway.
+std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis) {
+  ShapeBinding b;
+  std::map<std::string, int64_t> sym;
+  const int64_t sizes[] = {3, 5, 7, 11, 13, 17, 19, 23};
+  size_t next = 0;
+  bool dynamic = false;
+  for (ValueId id : m.graph.inputs) {
+    const ValueInfo& v = m.graph.value(id);
+    if (!v.shape) return std::nullopt;
+    Shape s;
+    for (const Dim& d : *v.shape) {
+      if (d.known()) { s.push_back(d.value); continue; }
+      dynamic = true;
+      if (by_axis) {
+        s.push_back(sizes[s.size() % 8]);
+        continue;
+      }
+      auto it = d.symbol.empty() ? sym.end() : sym.find(d.symbol);
+      int64_t n = it != sym.end() ? it->second : sizes[next++ % 8];
+      if (!d.symbol.empty()) sym[d.symbol] = n;
+      s.push_back(n);
+    }
+    b[v.name] = s;
+  }
+  if (!dynamic) return std::nullopt;
+  return b;
+}
 
 Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes) {
   std::vector<ValueMeta> inputs;

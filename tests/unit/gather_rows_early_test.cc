@@ -1,0 +1,148 @@
+// gather_rows_early: a Gather of one position moves above the position-wise ops that produce its
+// rows (fused linear ops, LayerNorm, residual adds, activations), which then run on the gathered
+// rows only; outputs do not change; a value also read elsewhere stops the region (that reader
+// still sees every row); a Gather over the last axis stays; the BERT-style classifier fixtures
+// of both exporters compute their last layer's feed-forward block on the first token only.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../ops/graph_builder.h"
+#include "../ops/op_test_util.h"
+#include "io/npy.h"
+#include "passes/pass.h"
+
+namespace fs = std::filesystem;
+
+namespace ingot {
+namespace {
+
+using namespace ingot::testing;
+
+constexpr int64_t B = 3, S = 7, E = 8, F = 16;
+
+Tensor int64_scalar(int64_t v) {
+  Tensor t(DType::kInt64, {});
+  t.data<int64_t>()[0] = v;
+  return t;
+}
+
+// h = LayerNorm(Relu(X·W1 + b1)·W2 + b2 + X); Y = Gather(h, `index`, `axis`) (optionally the
+// Relu's output is a second graph output).
+Model block(int64_t axis, int64_t index, bool expose_hidden) {
+  GraphBuilder b("test:gather_rows_early");
+  ValueId x = b.input("X", DType::kFloat32, {B, S, E});
+  ValueId h1 = b.node("Relu", {b.node("Add", {b.node("MatMul", {x, b.constant("W1", random_tensor({E, F}, 1))}, "xw1"),
+                                              b.constant("b1", random_tensor({F}, 2))},
+                                       "h1_pre")},
+                      "h1");
+  ValueId h2 = b.node("Add", {b.node("MatMul", {h1, b.constant("W2", random_tensor({F, E}, 3))}, "h1w2"),
+                              b.constant("b2", random_tensor({E}, 4))},
+                      "h2");
+  ValueId res = b.node("Add", {h2, x}, "res");
+  Attributes ln;
+  ln.set("axis", int_attr(-1));
+  ValueId h = b.node("LayerNormalization", {res, b.constant("gamma", random_tensor({E}, 5)), b.constant("beta", random_tensor({E}, 6))},
+                     "h", ln);
+  Attributes ga;
+  ga.set("axis", int_attr(axis));
+  b.output(b.node("Gather", {h, b.constant("index", int64_scalar(index))}, "Y", ga));
+  if (expose_hidden) b.output(h1);
+  return b.m;
+}
+
+struct Result {
+  std::vector<NamedTensor> outputs;
+  int rewrites = 0;
+  int full_rank_matmuls = 0;  // products still computed over all B·S rows
+};
+
+Result run(const Model& m, bool enabled) {
+  EngineOptions o;
+  if (!enabled) o.disabled_passes = {"gather_rows_early"};
+  auto e = Engine::from_model(m, o);
+  EXPECT_TRUE(e.has_value()) << e.status().message();
+  if (!e) return {};
+  Result r;
+  for (const PassReport& p : (*e)->pass_reports())
+    if (p.name == "gather_rows_early") r.rewrites = p.rewrites;
+  auto metas = infer_with((*e)->model(), {{"X", {B, S, E}}});
+  EXPECT_TRUE(metas.has_value());
+  for (const Node& n : (*e)->model().graph.nodes)
+    if (metas && (n.op_type == "FusedMatMul" || n.op_type == "MatMul"))
+      r.full_rank_matmuls += (*metas)[size_t(n.inputs[0])].shape.size() == 3;
+  auto out = (*e)->create_context()->run({{"X", random_tensor({B, S, E}, 7)}});
+  EXPECT_TRUE(out.has_value()) << out.status().message();
+  if (out) r.outputs = *out;
+  return r;
+}
+
+void expect_same_outputs(const Result& a, const Result& b) {
+  ASSERT_EQ(a.outputs.size(), b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    EXPECT_EQ(a.outputs[i].name, b.outputs[i].name);
+    EXPECT_EQ(a.outputs[i].tensor.shape(), b.outputs[i].tensor.shape());
+    EXPECT_LT(max_abs_diff(a.outputs[i].tensor, b.outputs[i].tensor), 1e-5) << a.outputs[i].name;
+  }
+}
+
+TEST(GatherRowsEarly, ProductsRunOnTheGatheredRows) {
+  for (int64_t index : {int64_t(0), S - 1, int64_t(-1)}) {
+    SCOPED_TRACE(index);
+    const Model m = block(1, index, false);
+    const Result off = run(m, false), on = run(m, true);
+    EXPECT_EQ(off.full_rank_matmuls, 2);
+    EXPECT_EQ(on.rewrites, 1);
+    EXPECT_EQ(on.full_rank_matmuls, 0);
+    expect_same_outputs(on, off);
+  }
+}
+
+TEST(GatherRowsEarly, ValuesReadElsewhereKeepEveryRow) {
+  // h1 is a graph output: the first product must produce every row; the second moves.
+  const Model m = block(1, 2, true);
+  const Result off = run(m, false), on = run(m, true);
+  EXPECT_EQ(on.rewrites, 1);
+  EXPECT_EQ(on.full_rank_matmuls, 1);
+  expect_same_outputs(on, off);
+}
+
+TEST(GatherRowsEarly, LastAxisGatherStays) {
+  const Model m = block(2, 1, false);
+  const Result off = run(m, false), on = run(m, true);
+  EXPECT_EQ(on.rewrites, 0);
+  EXPECT_EQ(on.full_rank_matmuls, 2);
+  expect_same_outputs(on, off);
+}
+
+// BERT's pooler and DistilBERT's classifier read the first token of the last layer: its
+// feed-forward products run on [B, hidden] rows (outputs against PyTorch: ModelFixture).
+TEST(GatherRowsEarly, ClassifierFixturesComputeOneTokenOfTheLastLayer) {
+  for (const char* model : {"bert", "distilbert"}) {
+    for (const char* ex : {"torchscript", "dynamo"}) {
+      SCOPED_TRACE(std::string(model) + "/" + ex);
+      const fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
+      auto e = Engine::from_onnx((dir / (std::string("model.") + ex + ".onnx")).string());
+      ASSERT_TRUE(e.has_value()) << e.status().message();
+      int rewrites = 0;
+      for (const PassReport& r : (*e)->pass_reports())
+        if (r.name == "gather_rows_early") rewrites = r.rewrites;
+      EXPECT_EQ(rewrites, 1);
+      auto inputs = read_npz((dir / "inputs.npz").string());
+      ASSERT_TRUE(inputs.has_value());
+      ShapeBinding shapes;
+      for (const auto& [name, t] : *inputs) shapes[name] = t.shape();
+      auto metas = infer_with((*e)->model(), shapes);
+      ASSERT_TRUE(metas.has_value()) << metas.status().message();
+      int token_products = 0;  // FusedMatMuls over [B, hidden]
+      for (const Node& n : (*e)->model().graph.nodes)
+        if (n.op_type == "FusedMatMul") token_products += (*metas)[size_t(n.inputs[0])].shape.size() == 2;
+      // The last layer's two feed-forward products and the head's two (pooler or pre-classifier,
+      // classifier); without the pass only the head's.
+      EXPECT_EQ(token_products, 4);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ingot
