@@ -19,8 +19,11 @@
 //   score = (q · k) · scale + mask  (bool mask: true adds 0, false adds `filter`), keys j > i are
 //   -inf under `causal`; a row with a NaN score or whose every score is -inf yields NaN (0 with
 //   nan_to_zero) for the whole row; finite filter values (-3.4e38, -65504) keep the softmax
-//   defined (a fully filtered row is a plain softmax of the shifted scores). The subtraction of
-//   the running max happens in fp32 before any scaling by log2(e), so such rows do not overflow.
+//   defined (a fully filtered row is a plain softmax of the shifted scores). The generic kernel
+//   subtracts the running max in fp32 before exponentiating. The flash kernel works in base 2:
+//   score · log2(e) = (q · k) · (scale · log2 e) + mask · log2 e in one FMA, with mask values
+//   that overflow when scaled clamped to ±FLT_MAX (so a row filtered with -3.4e38 stays a
+//   softmax of equal scores, as on the CPU), and 2^x by one MUFU instruction.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -41,16 +44,35 @@ struct CoreParams {
   const void* qkv;
   void* context;
   int S, H, D, N, qblocks;  // qblocks: query blocks per (batch, head)
-  int key_splits;           // flash kernel: warps sharing one query block, each over every key_splits-th key tile
+  int key_splits;           // flash kernel: warps sharing one query block, each over every key_splits-th key tile (1 or 2)
+  int query_warps_log2;     // flash kernel: log2 of the query warps of a CTA (1, 2 or 4 warps)
   int64_t ld;               // 3N, the row length of qkv
   const void* mask;
   int mask_type;
   int64_t mask_b, mask_h, mask_q, mask_k;
   float scale, filter, fill;  // fill: the value of a row that softmax leaves undefined
+  float scale_log2;           // flash kernel: scale · log2(e) (its scores are in base 2)
   bool causal;
 };
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// 2^x in one MUFU instruction: results below 2^-126 flush to 0 (irrelevant next to a softmax's
+// largest term, which is 1). exp2f() adds a denormal fix-up of three more instructions.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// A mask value in the flash kernel's base-2 domain (· log2 e). A finite value stays finite, so a
+// row masked with a finite filter (-3.4e38) keeps a defined softmax; -inf and NaN stay as they are.
+__device__ __forceinline__ float mask_to_log2(float v) {
+  const float x = v * kLog2e;
+  return isinf(x) && !isinf(v) ? copysignf(3.402823466e38f, x) : x;
+}
 
 // Mask element `off` as the value added to the score.
 template <class M> __device__ __forceinline__ float mask_add(const void* mask, int64_t off, float filter);
@@ -171,15 +193,25 @@ template <int D>
 __device__ __forceinline__ void load_rows(uint16_t* dst, const uint16_t* src, int64_t ld, int col, int row0, int rows,
                                           int S) {
   constexpr int kChunks = D / 8, kStride = D + 8;
-  for (int c = int(threadIdx.x); c < rows * kChunks; c += int(blockDim.x)) {
-    const int r = c / kChunks, ch = c - r * kChunks, row = row0 + r;
-    const bool valid = row < S;
-    const uint16_t* s = src + int64_t(valid ? row : 0) * ld + col + ch * 8;
-    cp_async16(smem_addr(dst + r * kStride + ch * 8), s, valid);
+  if constexpr (32 % kChunks == 0) {
+    // The block is whole warps, so each thread keeps one 16-byte column: rows r, r + step, ...
+    // (one address computation, then a pointer step per row).
+    const int ch = int(threadIdx.x) % kChunks, step = int(blockDim.x) / kChunks;
+    int r = int(threadIdx.x) / kChunks;
+    const uint16_t* s = src + int64_t(row0 + r) * ld + col + ch * 8;
+    uint32_t d = smem_addr(dst + r * kStride + ch * 8);
+    for (; r < rows; r += step, s += step * ld, d += step * kStride * 2) cp_async16(d, row0 + r < S ? s : src, row0 + r < S);
+  } else {
+    for (int c = int(threadIdx.x); c < rows * kChunks; c += int(blockDim.x)) {
+      const int r = c / kChunks, ch = c - r * kChunks, row = row0 + r;
+      const bool valid = row < S;
+      const uint16_t* s = src + int64_t(valid ? row : 0) * ld + col + ch * 8;
+      cp_async16(smem_addr(dst + r * kStride + ch * 8), s, valid);
+    }
   }
 }
 
-// The additive mask of this thread's 2 rows × 16 keys of a tile, in the layout of the score
+// The additive mask (base 2) of this thread's 2 rows × 16 keys of a tile, in the layout of the score
 // accumulators (acc[j][e]: row e / 2, key 8j + 2·(lane % 4) + e % 2). Rows and keys past S are
 // clamped (their scores are discarded or replaced by -inf).
 template <class M>
@@ -189,7 +221,7 @@ __device__ __forceinline__ void load_mask_tile(const CoreParams& p, const int64_
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int key = min(key0 + 8 * j + (e & 1), p.S - 1);
-      out[j][e] = mask_add<M>(p.mask, row_off[e >> 1] + int64_t(key) * p.mask_k, p.filter);
+      out[j][e] = mask_to_log2(mask_add<M>(p.mask, row_off[e >> 1] + int64_t(key) * p.mask_k, p.filter));
     }
 }
 
@@ -208,22 +240,23 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   constexpr int kTileElems = kKeyTile * kStride;
   extern __shared__ __align__(16) uint16_t smem[];
 
-  const int KS = p.key_splits, query_warps = int(blockDim.x) / (32 * KS);
+  // Grid: x = batch · heads + head, y = query block. Powers of two and one division by H keep the
+  // integer work before the first load short (a division is ~20 instructions).
+  const int KS = p.key_splits, query_warps = 1 << p.query_warps_log2;
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, g = lane >> 2, t4 = lane & 3;
-  const int qwarp = warp % query_warps, group = warp / query_warps;
+  const int qwarp = warp & (query_warps - 1), group = warp >> p.query_warps_log2;
   const int rows_per_cta = 16 * query_warps;
   uint16_t* qs = smem;
   // Round r's tile for group j: K at kv_buf + ((r & 1) * KS + j) * 2 tiles, V right after it.
   uint16_t* kv_buf = smem + rows_per_cta * kStride;
-  const int qb = int(blockIdx.x % unsigned(p.qblocks));
-  const int bh = int(blockIdx.x / unsigned(p.qblocks)), h = bh % p.H, b = bh / p.H;
+  const int qb = int(blockIdx.y), bh = int(blockIdx.x), b = bh / p.H, h = bh - b * p.H;
   const int q0 = qb * rows_per_cta, S = p.S;
   const uint16_t* base = static_cast<const uint16_t*>(p.qkv) + int64_t(b) * S * p.ld;
   const int qcol = h * D, kcol = p.N + h * D, vcol = 2 * p.N + h * D;
 
   int tiles = (S + kKeyTile - 1) / kKeyTile;
   if (p.causal) tiles = min(tiles, (min(q0 + rows_per_cta, S) - 1) / kKeyTile + 1);
-  const int rounds = (tiles + KS - 1) / KS;
+  const int rounds = KS == 1 ? tiles : (tiles + 1) >> 1;
   auto load_round = [&](int r) {  // every group's tile of round r, into buffer r % 2
     for (int j = 0; j < KS; ++j) {
       const int t = r * KS + j;
@@ -248,7 +281,7 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   if constexpr (kKeyMask) {
     const int64_t mbase = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h;
     for (int k = int(threadIdx.x); k < tiles * kKeyTile; k += int(blockDim.x))
-      kadd[k] = k >= S ? neg_inf() : p.mask_type == kMaskNone ? 0.f : mask_at(p, mbase + int64_t(k) * p.mask_k);
+      kadd[k] = k >= S ? neg_inf() : p.mask_type == kMaskNone ? 0.f : mask_to_log2(mask_at(p, mbase + int64_t(k) * p.mask_k));
   } else {
     for (int r = 0; r < 2; ++r)
       mask_row[r] = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h + int64_t(min(row0 + 8 * r, S - 1)) * p.mask_q;
@@ -304,8 +337,8 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
           const float2 ka = *reinterpret_cast<const float2*>(kadd + k0 + 8 * j + 2 * t4);
-          s[j][0] = s[j][0] * p.scale + ka.x, s[j][1] = s[j][1] * p.scale + ka.y;
-          s[j][2] = s[j][2] * p.scale + ka.x, s[j][3] = s[j][3] * p.scale + ka.y;
+          s[j][0] = s[j][0] * p.scale_log2 + ka.x, s[j][1] = s[j][1] * p.scale_log2 + ka.y;
+          s[j][2] = s[j][2] * p.scale_log2 + ka.x, s[j][3] = s[j][3] * p.scale_log2 + ka.y;
         }
         if (p.causal && k0 + kKeyTile - 1 > q0 + qwarp * 16) {  // the tile reaches right of the diagonal
 #pragma unroll
@@ -320,25 +353,29 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int key = k0 + 8 * j + 2 * t4 + (e & 1), row = row0 + 8 * (e >> 1);
-            const float v = s[j][e] * p.scale + madd[j][e];
+            const float v = s[j][e] * p.scale_log2 + madd[j][e];
             s[j][e] = key >= S || (p.causal && key > row) ? neg_inf() : v;
           }
       }
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float mx = neg_inf();
+        float mx[8];  // a pairwise tree, not a 16-long dependent chain
 #pragma unroll
-        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-        const float m_new = fmaxf(m[r], quad_max(mx));
-        // A row with only -inf so far subtracts 0, so exp(-inf - 0) = 0 instead of NaN.
+        for (int j = 0; j < 8; ++j) mx[j] = fmaxf(s[j][2 * r], s[j][2 * r + 1]);
+#pragma unroll
+        for (int w = 4; w > 0; w >>= 1)
+#pragma unroll
+          for (int j = 0; j < w; ++j) mx[j] = fmaxf(mx[j], mx[j + w]);
+        const float m_new = fmaxf(m[r], quad_max(mx[0]));
+        // A row with only -inf so far subtracts 0, so 2^(-inf - 0) = 0 instead of NaN.
         const float m_use = m_new == neg_inf() ? 0.f : m_new;
-        const float alpha = __expf(m[r] - m_use);
+        const float alpha = fast_exp2(m[r] - m_use);
         m[r] = m_new;
         float sum = 0.f;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          s[j][2 * r] = __expf(s[j][2 * r] - m_use);
-          s[j][2 * r + 1] = __expf(s[j][2 * r + 1] - m_use);
+          s[j][2 * r] = fast_exp2(s[j][2 * r] - m_use);
+          s[j][2 * r + 1] = fast_exp2(s[j][2 * r + 1] - m_use);
           sum += s[j][2 * r] + s[j][2 * r + 1];
         }
         l[r] = l[r] * alpha + sum;  // this thread's share of the row sum; reduced over the quad at the end
@@ -396,7 +433,7 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
         const float pm = peer[(kDTiles * 4 + r) * 32 + lane];
         const float m_new = fmaxf(m[r], pm);
         const float m_use = m_new == neg_inf() ? 0.f : m_new;
-        const float a_self = __expf(m[r] - m_use), a_peer = __expf(pm - m_use);
+        const float a_self = fast_exp2(m[r] - m_use), a_peer = fast_exp2(pm - m_use);
         m[r] = m_new;
         l[r] = l[r] * a_self + peer[(kDTiles * 4 + 2 + r) * 32 + lane] * a_peer;
 #pragma unroll
@@ -530,7 +567,7 @@ constexpr size_t flash_smem_bytes(int D, int query_warps, int key_splits, int st
 // instantiation raises the kernel's limit to the largest block's need (above the 48 KB default
 // at D 128; a function attribute, not a stream operation, so also fine during graph capture).
 template <class T, int D, bool kKeyMask>
-cudaError_t launch_flash_d(const CoreParams& p, int query_warps, unsigned grid, cudaStream_t stream) {
+cudaError_t launch_flash_d(const CoreParams& p, int query_warps, dim3 grid, cudaStream_t stream) {
   // The largest block launched: W·KS ≤ 4 warps with KS ≤ 2 (W 2, KS 2).
   static const cudaError_t raised =
       cudaFuncSetAttribute(flash_kernel<T, D, kKeyMask>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -543,7 +580,7 @@ cudaError_t launch_flash_d(const CoreParams& p, int query_warps, unsigned grid, 
 }
 
 template <class T>
-cudaError_t launch_flash(const CoreParams& p, int64_t D, bool key_mask, int query_warps, unsigned grid,
+cudaError_t launch_flash(const CoreParams& p, int64_t D, bool key_mask, int query_warps, dim3 grid,
                          cudaStream_t stream) {
   auto go = [&](auto d) {
     constexpr int kD = decltype(d)::value;
@@ -569,9 +606,12 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
   if (mask_type < 0 || a.D <= 0 || a.D > kAttentionMaxHeadDim || a.S > INT_MAX || a.H * a.D > INT_MAX)
     return cudaErrorInvalidValue;
   if (a.B == 0 || a.S == 0) return cudaSuccess;
-  CoreParams p{a.qkv, a.context, int(a.S), int(a.H), int(a.D), int(a.H * a.D), 0, 1, 3 * a.H * a.D, a.mask,
-               mask_type, a.mask_b, a.mask_h, a.mask_q, a.mask_k, a.scale, a.filter,
-               a.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN(), a.causal};
+  CoreParams p{};
+  p.qkv = a.qkv, p.context = a.context;
+  p.S = int(a.S), p.H = int(a.H), p.D = int(a.D), p.N = int(a.H * a.D), p.key_splits = 1, p.ld = 3 * a.H * a.D;
+  p.mask = a.mask, p.mask_type = mask_type, p.mask_b = a.mask_b, p.mask_h = a.mask_h, p.mask_q = a.mask_q;
+  p.mask_k = a.mask_k, p.scale = a.scale, p.filter = a.filter, p.scale_log2 = a.scale * kLog2e;
+  p.fill = a.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN(), p.causal = a.causal;
   const int64_t heads = a.B * a.H;
   auto blocks = [&](int64_t rows) { return heads * ((a.S + rows - 1) / rows); };
   const bool half = a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;
@@ -582,7 +622,9 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
     const int64_t key_tiles = (a.S + kKeyTile - 1) / kKeyTile;
     p.key_splits = warps <= 2 && blocks(16 * warps) < a.sm_count && key_tiles > 1 ? kMaxKeySplits : 1;
     p.qblocks = int((a.S + 16 * warps - 1) / (16 * warps));
-    const unsigned grid = unsigned(blocks(16 * warps));
+    p.query_warps_log2 = warps == 4 ? 2 : warps == 2 ? 1 : 0;
+    if (p.qblocks > 65535) return cudaErrorInvalidConfiguration;  // grid y: S up to 1M
+    const dim3 grid(unsigned(heads), unsigned(p.qblocks));
     // Masks that vary by key alone (or none) are staged in shared memory; others are read per score.
     const bool key_mask = a.mask_q == 0 && a.S <= kMaxStagedKeys;
     return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, key_mask, warps, grid, stream)
