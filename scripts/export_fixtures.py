@@ -163,11 +163,13 @@ def strip_metadata(path):
 
 
 def strip_weights(path):
-    """Makes every float initializer of 1 KiB or more external data in weights.bin and drops the
-    bytes, keeping offsets and lengths: the graph file stays small and fill_weights.py rebuilds
-    weights.bin from a seed (integer tensors, e.g. position ids, stay inline)."""
+    """Makes every float initializer of 1 KiB or more external data in MODEL.weights.bin (one file
+    per graph, so both exporters' models of a directory keep their own) and drops the bytes,
+    keeping offsets and lengths: the graph file stays small and fill_weights.py rebuilds the file
+    from a seed (integer tensors, e.g. position ids, stay inline)."""
     import onnx
     m = onnx.load(path)
+    location = os.path.splitext(os.path.basename(path))[0] + ".weights.bin"
     offset = 0
     for t in m.graph.initializer:
         if t.data_type != onnx.TensorProto.FLOAT or len(t.raw_data) < 1024:
@@ -176,7 +178,7 @@ def strip_weights(path):
         t.ClearField("raw_data")
         t.data_location = onnx.TensorProto.EXTERNAL
         del t.external_data[:]
-        for k, v in (("location", "weights.bin"), ("offset", str(offset)), ("length", str(n))):
+        for k, v in (("location", location), ("offset", str(offset)), ("length", str(n))):
             e = t.external_data.add()
             e.key, e.value = k, v
         offset += (n + 63) // 64 * 64

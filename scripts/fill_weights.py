@@ -3,7 +3,8 @@
 
   /usr/bin/python3 scripts/fill_weights.py MODEL.onnx [--seed 0]
 
-Writes weights.bin beside the model: every external float initializer gets values drawn from
+Writes the model's external data file (MODEL.weights.bin, the location its initializers name)
+beside it: every external float initializer gets values drawn from
 N(0, 1/fan-in) (1-D tensors: scales near 1 when named like weight/gamma/scale, else near 0), enough for timing; outputs of such a model mean nothing."""
 import argparse
 import os
@@ -19,16 +20,20 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     m = onnx.load(a.model, load_external_data=False)
-    out = os.path.join(os.path.dirname(os.path.abspath(a.model)), "weights.bin")
     size = 0
     tensors = []
+    locations = set()
     for t in m.graph.initializer:
         if t.data_location != onnx.TensorProto.EXTERNAL:
             continue
         kv = {e.key: e.value for e in t.external_data}
         off, n = int(kv["offset"]), int(kv["length"])
         tensors.append((t, off, n))
+        locations.add(kv["location"])
         size = max(size, off + n)
+    if len(locations) != 1:
+        raise SystemExit(f"fill_weights.py: error: {a.model}: expected one external data file, found {sorted(locations)}")
+    out = os.path.join(os.path.dirname(os.path.abspath(a.model)), locations.pop())
     with open(out, "wb") as f:
         f.truncate(size)
         for t, off, n in tensors:
