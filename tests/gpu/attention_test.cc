@@ -330,6 +330,23 @@ TEST(CudaAttention, HalfPrecisionQueryBlockSizes) {
   }
 }
 
+// At batch 24 (288 heads, at most two key tiles) each CTA computes two query blocks of 64 rows
+// over K/V tiles it loads once (key masks and no mask): full and partial second blocks, causal;
+// a per-score mask at the same shapes keeps one block per CTA.
+TEST(CudaAttention, HalfPrecisionTwoQueryBlocksPerCta) {
+  INGOT_REQUIRE_GPU();
+  const int64_t B = 24;
+  for (int64_t S : {128, 100, 70}) {
+    Case c;
+    c.B = B, c.S = S, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {B, 1, 1, S};
+    run_case(c, DType::kFloat16, kHalfTol, kHalfTol, padding);
+    c.mask_kind = "bool", c.mask_shape = {B, 1, S, S};
+    run_case(c, DType::kBFloat16, kBf16Tol, kBf16Tol, padding);
+    c.mask_kind = "none", c.causal = true, c.out_proj = false;
+    run_case(c, DType::kFloat16, kHalfTol, kHalfTol);
+  }
+}
+
 // Head sizes outside the tensor-core set run on the generic kernel in every dtype.
 TEST(CudaAttention, HalfPrecisionOddHeadSize) {
   INGOT_REQUIRE_GPU();

@@ -5,13 +5,14 @@
 // [B*S, N] (heads side by side), so no transposed copies exist.
 //
 // Two kernels:
-//   flash_kernel<T, D, kKeyMask>   float16/bfloat16, D in {32, 64, 80, 96, 128}: tensor cores
+//   flash_kernel<T, D, kKeyMask, kQB>   float16/bfloat16, D in {32, 64, 80, 96, 128}: tensor cores
 //                        (mma.sync m16n8k16, fp32 accumulators; operands through ldmatrix from
 //                        shared memory filled by cp.async). Each warp owns 16 query rows.
 //                        kKeyMask: the mask varies by key alone (BERT's padding mask) or is
 //                        absent; the CTA stages it once as fp32 in shared memory, with -inf past
 //                        S, so a score costs one FMA. Otherwise each score reads its own mask
-//                        element and is bounds-checked.
+//                        element and is bounds-checked. kQB: query blocks per CTA (2 only on
+//                        the key-mask path; a separate instantiation keeps the 1-block code as lean).
 //   generic_kernel<T>    any float dtype and D <= 128 (float32 engines, odd head sizes): one warp
 //                        per query row, one lane per key, plain fp32 FMAs. Correct, not fast.
 //
@@ -111,15 +112,19 @@ __device__ __forceinline__ float mask_at(const CoreParams& p, int64_t off) {
 // each with its own running max, sum and output, merged through shared memory at the end. At b1
 // a warp's work is a long dependent instruction stream (Nsight Compute: 2.7 cycles per issued
 // instruction, 1.5% occupancy, 9.2 µs per BERT layer), so halving each warp's tiles halves it.
+// At the other end (BERT at b32: 768 CTAs of W = 4, about two waves of 3 CTAs per SM) a CTA takes
+// two consecutive query blocks when all keys fit its two K/V buffers (S ≤ 128): one wave, and each
+// (batch, head)'s K/V read once instead of once per query block.
 // Floor of one layer's core at b32 s128 (12 heads, D 64): 1.6 GFLOP (≈ 3 µs of dense fp16 mma on
 // an H100) and 19 MB of QKV read + 6 MB of context written (≈ 8 µs at 3 TB/s).
 //
 // Pipeline: two buffers of KS K/V tile pairs in (dynamic) shared memory besides the Q block. Q and
 // the first two rounds of tiles are all requested before anything is computed, and round i + 2
 // is requested as soon as round i's buffer is free, so at s128 every global load of a CTA is in
-// flight at once. Shared memory: (16·W + 256·KS) rows of D + 8 halves (W·KS ≤ 4, KS ≤ 2): 46 KB
-// at D 64, W 4, KS 1; 148 KB at most (D 128, W 2, KS 2); plus 4 bytes a key (S rounded up to a
-// tile, at most kMaxStagedKeys) on the key-mask path.
+// flight at once. Shared memory: (16·W·QB + 256·KS) rows of D + 8 halves (QB query blocks per
+// CTA; W·KS ≤ 4, KS ≤ 2, QB = 2 only with W 4, KS 1): 46 KB at D 64, W 4, KS 1 (55 KB with QB 2);
+// 148 KB at most (D 128, W 2, KS 2); plus 4 bytes a key (S rounded up to a tile, at most
+// kMaxStagedKeys) on the key-mask path.
 
 constexpr int kKeyTile = 64;
 
@@ -233,7 +238,7 @@ constexpr int kMaxKeySplits = 2;
 // Longest sequence whose key mask a CTA stages in shared memory (16 KB of fp32).
 constexpr int kMaxStagedKeys = 4096;
 
-template <class T, int D, bool kKeyMask>
+template <class T, int D, bool kKeyMask, int kQB>
 __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   constexpr int kStride = D + 8;  // (D/8 + 1) 16-byte chunks per row, an odd count: ldmatrix's 8 rows hit 8 distinct bank groups
   constexpr int kKSteps = D / 16, kDTiles = D / 8;
@@ -246,16 +251,18 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, g = lane >> 2, t4 = lane & 3;
   const int qwarp = warp & (query_warps - 1), group = warp >> p.query_warps_log2;
   const int rows_per_cta = 16 * query_warps;
-  uint16_t* qs = smem;
+  constexpr int QB = kQB;
+  uint16_t* qs = smem;  // QB query blocks
   // Round r's tile for group j: K at kv_buf + ((r & 1) * KS + j) * 2 tiles, V right after it.
-  uint16_t* kv_buf = smem + rows_per_cta * kStride;
-  const int qb = int(blockIdx.y), bh = int(blockIdx.x), b = bh / p.H, h = bh - b * p.H;
-  const int q0 = qb * rows_per_cta, S = p.S;
+  uint16_t* kv_buf = smem + QB * rows_per_cta * kStride;
+  const int bh = int(blockIdx.x), b = bh / p.H, h = bh - b * p.H, S = p.S;
+  const int first_q0 = int(blockIdx.y) * QB * rows_per_cta;
+  const int blocks = QB == 1 ? 1 : min(QB, (S - first_q0 + rows_per_cta - 1) / rows_per_cta);
   const uint16_t* base = static_cast<const uint16_t*>(p.qkv) + int64_t(b) * S * p.ld;
   const int qcol = h * D, kcol = p.N + h * D, vcol = 2 * p.N + h * D;
 
   int tiles = (S + kKeyTile - 1) / kKeyTile;
-  if (p.causal) tiles = min(tiles, (min(q0 + rows_per_cta, S) - 1) / kKeyTile + 1);
+  if (p.causal) tiles = min(tiles, (min(first_q0 + blocks * rows_per_cta, S) - 1) / kKeyTile + 1);
   const int rounds = KS == 1 ? tiles : (tiles + 1) >> 1;
   auto load_round = [&](int r) {  // every group's tile of round r, into buffer r % 2
     for (int j = 0; j < KS; ++j) {
@@ -266,199 +273,208 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
       load_rows<D>(kbuf + kTileElems, base, p.ld, vcol, t * kKeyTile, kKeyTile, S);
     }
   };
-  load_rows<D>(qs, base, p.ld, qcol, q0, rows_per_cta, S);
+  for (int blk = 0; blk < blocks; ++blk)
+    load_rows<D>(qs + blk * rows_per_cta * kStride, base, p.ld, qcol, first_q0 + blk * rows_per_cta, rows_per_cta, S);
   load_round(0);
   cp_async_commit();
   if (rounds > 1) load_round(1);
   cp_async_commit();  // possibly empty: every round waits for all groups but the newest
 
-  const int row0 = q0 + qwarp * 16 + g;  // this thread's rows: row0 and row0 + 8
   // Key-mask path: every key's additive value (0 without a mask, -inf past S) as fp32 in shared
   // memory behind the K/V buffers, written while the tiles are in flight; read back as float2
   // (a thread's two adjacent keys), the same for both of its rows.
-  float* kadd = reinterpret_cast<float*>(smem + flash_smem_rows(query_warps, KS) * kStride);
-  int64_t mask_row[2] = {0, 0};
+  float* kadd = reinterpret_cast<float*>(smem + flash_smem_rows(query_warps * QB, KS) * kStride);
   if constexpr (kKeyMask) {
     const int64_t mbase = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h;
     for (int k = int(threadIdx.x); k < tiles * kKeyTile; k += int(blockDim.x))
       kadd[k] = k >= S ? neg_inf() : p.mask_type == kMaskNone ? 0.f : mask_to_log2(mask_at(p, mbase + int64_t(k) * p.mask_k));
-  } else {
-    for (int r = 0; r < 2; ++r)
-      mask_row[r] = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h + int64_t(min(row0 + 8 * r, S - 1)) * p.mask_q;
   }
 
-  float o[kDTiles][4];
-#pragma unroll
-  for (int j = 0; j < kDTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f};
-  uint32_t qf[kKSteps][4];
-  const int warp_last_row = q0 + qwarp * 16 + 15;
+  // With two query blocks per CTA (S <= 2 key tiles, KS 1), every K/V tile stays in its buffer
+  // after the first block, which then only re-reads shared memory: half the CTAs, each K/V
+  // tile fetched once per (batch, head), and the second block's Q arrived during the first.
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int q0 = first_q0 + blk * rows_per_cta;
+    const uint16_t* qblk = qs + blk * rows_per_cta * kStride;
+    const int row0 = q0 + qwarp * 16 + g;  // this thread's rows: row0 and row0 + 8
+    int64_t mask_row[2] = {0, 0};
+    if constexpr (!kKeyMask)
+      for (int r = 0; r < 2; ++r)
+        mask_row[r] = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h + int64_t(min(row0 + 8 * r, S - 1)) * p.mask_q;
 
-  for (int round = 0; round < rounds; ++round) {
-    const int t = round * KS + group, k0 = t * kKeyTile;
-    const uint16_t* ks = kv_buf + ((round & 1) * KS + group) * 2 * kTileElems;
-    const uint16_t* vs = ks + kTileElems;
-    // Under causal, a tile wholly right of this warp's diagonal would add exactly nothing.
-    const bool active = t < tiles && (!p.causal || k0 <= warp_last_row);
-    float madd[8][4];  // full-mask path: this thread's mask values of the tile
-    if (!kKeyMask && active) {
-      switch (p.mask_type) {  // issued before the wait so the loads' latency overlaps it
-        case kMaskBool: load_mask_tile<uint8_t>(p, mask_row, k0 + 2 * t4, madd); break;
-        case kMaskF32: load_mask_tile<float>(p, mask_row, k0 + 2 * t4, madd); break;
-        case kMaskF16: load_mask_tile<__half>(p, mask_row, k0 + 2 * t4, madd); break;
-        case kMaskBF16: load_mask_tile<__nv_bfloat16>(p, mask_row, k0 + 2 * t4, madd); break;
-        default:
+    float o[kDTiles][4];
 #pragma unroll
-          for (int j = 0; j < 8; ++j) madd[j][0] = madd[j][1] = madd[j][2] = madd[j][3] = 0.f;
+    for (int j = 0; j < kDTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f};
+    uint32_t qf[kKSteps][4];
+    const int warp_last_row = q0 + qwarp * 16 + 15;
+
+    for (int round = 0; round < rounds; ++round) {
+      const int t = round * KS + group, k0 = t * kKeyTile;
+      const uint16_t* ks = kv_buf + ((round & 1) * KS + group) * 2 * kTileElems;
+      const uint16_t* vs = ks + kTileElems;
+      // Under causal, a tile wholly right of this warp's diagonal would add exactly nothing.
+      const bool active = t < tiles && (!p.causal || k0 <= warp_last_row);
+      float madd[8][4];  // full-mask path: this thread's mask values of the tile
+      if (!kKeyMask && active) {
+        switch (p.mask_type) {  // issued before the wait so the loads' latency overlaps it
+          case kMaskBool: load_mask_tile<uint8_t>(p, mask_row, k0 + 2 * t4, madd); break;
+          case kMaskF32: load_mask_tile<float>(p, mask_row, k0 + 2 * t4, madd); break;
+          case kMaskF16: load_mask_tile<__half>(p, mask_row, k0 + 2 * t4, madd); break;
+          case kMaskBF16: load_mask_tile<__nv_bfloat16>(p, mask_row, k0 + 2 * t4, madd); break;
+          default:
+#pragma unroll
+            for (int j = 0; j < 8; ++j) madd[j][0] = madd[j][1] = madd[j][2] = madd[j][3] = 0.f;
+        }
       }
-    }
-    cp_async_wait_all_but_last();
-    __syncthreads();  // round `round` (and, the first time, Q and the key mask) is in shared memory
-    if (round == 0) {
+      cp_async_wait_all_but_last();
+      __syncthreads();  // round `round` (and, the first time, Q and the key mask) is in shared memory
+      if (round == 0) {
 #pragma unroll
-      for (int k = 0; k < kKSteps; ++k)
-        ldmatrix_x4(qf[k], smem_addr(qs + (qwarp * 16 + (lane & 15)) * kStride + k * 16 + (lane >> 4) * 8));
-    }
-    if (active) {
-      float s[8][4];  // the tile's scores: (q · k) · scale + mask, then their exponentials
+        for (int k = 0; k < kKSteps; ++k)
+          ldmatrix_x4(qf[k], smem_addr(qblk + (qwarp * 16 + (lane & 15)) * kStride + k * 16 + (lane >> 4) * 8));
+      }
+      if (active) {
+        float s[8][4];  // the tile's scores: (q · k) · scale + mask, then their exponentials
 #pragma unroll
-      for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+        for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
 #pragma unroll
-      for (int k = 0; k < kKSteps; ++k)
+        for (int k = 0; k < kKSteps; ++k)
 #pragma unroll
-        for (int np = 0; np < 4; ++np) {  // key n-tiles 2np and 2np + 1
-          uint32_t kb[4];
-          ldmatrix_x4(kb, smem_addr(ks + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + k * 16 +
-                                    ((lane >> 3) & 1) * 8));
-          mma16816<T>(s[2 * np], qf[k], kb[0], kb[1]);
-          mma16816<T>(s[2 * np + 1], qf[k], kb[2], kb[3]);
-        }
-      if constexpr (kKeyMask) {
+          for (int np = 0; np < 4; ++np) {  // key n-tiles 2np and 2np + 1
+            uint32_t kb[4];
+            ldmatrix_x4(kb, smem_addr(ks + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + k * 16 +
+                                      ((lane >> 3) & 1) * 8));
+            mma16816<T>(s[2 * np], qf[k], kb[0], kb[1]);
+            mma16816<T>(s[2 * np + 1], qf[k], kb[2], kb[3]);
+          }
+        if constexpr (kKeyMask) {
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float2 ka = *reinterpret_cast<const float2*>(kadd + k0 + 8 * j + 2 * t4);
-          s[j][0] = s[j][0] * p.scale_log2 + ka.x, s[j][1] = s[j][1] * p.scale_log2 + ka.y;
-          s[j][2] = s[j][2] * p.scale_log2 + ka.x, s[j][3] = s[j][3] * p.scale_log2 + ka.y;
-        }
-        if (p.causal && k0 + kKeyTile - 1 > q0 + qwarp * 16) {  // the tile reaches right of the diagonal
+          for (int j = 0; j < 8; ++j) {
+            const float2 ka = *reinterpret_cast<const float2*>(kadd + k0 + 8 * j + 2 * t4);
+            s[j][0] = s[j][0] * p.scale_log2 + ka.x, s[j][1] = s[j][1] * p.scale_log2 + ka.y;
+            s[j][2] = s[j][2] * p.scale_log2 + ka.x, s[j][3] = s[j][3] * p.scale_log2 + ka.y;
+          }
+          if (p.causal && k0 + kKeyTile - 1 > q0 + qwarp * 16) {  // the tile reaches right of the diagonal
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+              for (int e = 0; e < 4; ++e)
+                if (k0 + 8 * j + 2 * t4 + (e & 1) > row0 + 8 * (e >> 1)) s[j][e] = neg_inf();
+          }
+        } else {
 #pragma unroll
           for (int j = 0; j < 8; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-              if (k0 + 8 * j + 2 * t4 + (e & 1) > row0 + 8 * (e >> 1)) s[j][e] = neg_inf();
+            for (int e = 0; e < 4; ++e) {
+              const int key = k0 + 8 * j + 2 * t4 + (e & 1), row = row0 + 8 * (e >> 1);
+              const float v = s[j][e] * p.scale_log2 + madd[j][e];
+              s[j][e] = key >= S || (p.causal && key > row) ? neg_inf() : v;
+            }
         }
-      } else {
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
+        for (int r = 0; r < 2; ++r) {
+          float mx[8];  // a pairwise tree, not a 16-long dependent chain
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = k0 + 8 * j + 2 * t4 + (e & 1), row = row0 + 8 * (e >> 1);
-            const float v = s[j][e] * p.scale_log2 + madd[j][e];
-            s[j][e] = key >= S || (p.causal && key > row) ? neg_inf() : v;
+          for (int j = 0; j < 8; ++j) mx[j] = fmaxf(s[j][2 * r], s[j][2 * r + 1]);
+#pragma unroll
+          for (int w = 4; w > 0; w >>= 1)
+#pragma unroll
+            for (int j = 0; j < w; ++j) mx[j] = fmaxf(mx[j], mx[j + w]);
+          const float m_new = fmaxf(m[r], quad_max(mx[0]));
+          // A row with only -inf so far subtracts 0, so 2^(-inf - 0) = 0 instead of NaN.
+          const float m_use = m_new == neg_inf() ? 0.f : m_new;
+          const float alpha = fast_exp2(m[r] - m_use);
+          m[r] = m_new;
+          float sum = 0.f;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            s[j][2 * r] = fast_exp2(s[j][2 * r] - m_use);
+            s[j][2 * r + 1] = fast_exp2(s[j][2 * r + 1] - m_use);
+            sum += s[j][2 * r] + s[j][2 * r + 1];
+          }
+          l[r] = l[r] * alpha + sum;  // this thread's share of the row sum; reduced over the quad at the end
+#pragma unroll
+          for (int j = 0; j < kDTiles; ++j) o[j][2 * r] *= alpha, o[j][2 * r + 1] *= alpha;
+        }
+        uint32_t pf[kKeyTile / 16][4];  // P as A fragments of the P·V product
+#pragma unroll
+        for (int k = 0; k < kKeyTile / 16; ++k) {
+          pf[k][0] = pack2<T>(s[2 * k][0], s[2 * k][1]);
+          pf[k][1] = pack2<T>(s[2 * k][2], s[2 * k][3]);
+          pf[k][2] = pack2<T>(s[2 * k + 1][0], s[2 * k + 1][1]);
+          pf[k][3] = pack2<T>(s[2 * k + 1][2], s[2 * k + 1][3]);
+        }
+#pragma unroll
+        for (int k = 0; k < kKeyTile / 16; ++k)
+#pragma unroll
+          for (int dp = 0; dp < kDTiles / 2; ++dp) {  // output n-tiles 2dp and 2dp + 1
+            uint32_t vb[4];
+            ldmatrix_x4_trans(vb, smem_addr(vs + (k * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + dp * 16 +
+                                            (lane >> 4) * 8));
+            mma16816<T>(o[2 * dp], pf[k], vb[0], vb[1]);
+            mma16816<T>(o[2 * dp + 1], pf[k], vb[2], vb[3]);
           }
       }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx[8];  // a pairwise tree, not a 16-long dependent chain
-#pragma unroll
-        for (int j = 0; j < 8; ++j) mx[j] = fmaxf(s[j][2 * r], s[j][2 * r + 1]);
-#pragma unroll
-        for (int w = 4; w > 0; w >>= 1)
-#pragma unroll
-          for (int j = 0; j < w; ++j) mx[j] = fmaxf(mx[j], mx[j + w]);
-        const float m_new = fmaxf(m[r], quad_max(mx[0]));
-        // A row with only -inf so far subtracts 0, so 2^(-inf - 0) = 0 instead of NaN.
-        const float m_use = m_new == neg_inf() ? 0.f : m_new;
-        const float alpha = fast_exp2(m[r] - m_use);
-        m[r] = m_new;
-        float sum = 0.f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          s[j][2 * r] = fast_exp2(s[j][2 * r] - m_use);
-          s[j][2 * r + 1] = fast_exp2(s[j][2 * r + 1] - m_use);
-          sum += s[j][2 * r] + s[j][2 * r + 1];
-        }
-        l[r] = l[r] * alpha + sum;  // this thread's share of the row sum; reduced over the quad at the end
-#pragma unroll
-        for (int j = 0; j < kDTiles; ++j) o[j][2 * r] *= alpha, o[j][2 * r + 1] *= alpha;
-      }
-      uint32_t pf[kKeyTile / 16][4];  // P as A fragments of the P·V product
-#pragma unroll
-      for (int k = 0; k < kKeyTile / 16; ++k) {
-        pf[k][0] = pack2<T>(s[2 * k][0], s[2 * k][1]);
-        pf[k][1] = pack2<T>(s[2 * k][2], s[2 * k][3]);
-        pf[k][2] = pack2<T>(s[2 * k + 1][0], s[2 * k + 1][1]);
-        pf[k][3] = pack2<T>(s[2 * k + 1][2], s[2 * k + 1][3]);
-      }
-#pragma unroll
-      for (int k = 0; k < kKeyTile / 16; ++k)
-#pragma unroll
-        for (int dp = 0; dp < kDTiles / 2; ++dp) {  // output n-tiles 2dp and 2dp + 1
-          uint32_t vb[4];
-          ldmatrix_x4_trans(vb, smem_addr(vs + (k * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + dp * 16 +
-                                          (lane >> 4) * 8));
-          mma16816<T>(o[2 * dp], pf[k], vb[0], vb[1]);
-          mma16816<T>(o[2 * dp + 1], pf[k], vb[2], vb[3]);
-        }
+      __syncthreads();  // every warp is done with buffer round % 2
+      if (round + 2 < rounds) load_round(round + 2);
+      cp_async_commit();
     }
-    __syncthreads();  // every warp is done with buffer round % 2
-    if (round + 2 < rounds) load_round(round + 2);
-    cp_async_commit();
-  }
 
-  if (KS > 1) {
-    // Merge the key groups into group 0. A thread of group j holds the same rows and columns as
-    // the thread of group 0 with its lane and query warp, so the exchange needs no re-layout:
-    // slot (query warp, group j - 1) holds each lane's o, m and l side by side. The
-    // K/V buffers are free now (the loop ended on a barrier) and hold the slots.
-    constexpr int kSlot = (kDTiles * 4 + 4) * 32;
-    float* slot = reinterpret_cast<float*>(kv_buf) + (qwarp * (KS - 1) + (group > 0 ? group - 1 : 0)) * kSlot;
-    if (group > 0) {
+    if (KS > 1) {
+      // Merge the key groups into group 0. A thread of group j holds the same rows and columns as
+      // the thread of group 0 with its lane and query warp, so the exchange needs no re-layout:
+      // slot (query warp, group j - 1) holds each lane's o, m and l side by side. The
+      // K/V buffers are free now (the loop ended on a barrier) and hold the slots.
+      constexpr int kSlot = (kDTiles * 4 + 4) * 32;
+      float* slot = reinterpret_cast<float*>(kv_buf) + (qwarp * (KS - 1) + (group > 0 ? group - 1 : 0)) * kSlot;
+      if (group > 0) {
 #pragma unroll
-      for (int j = 0; j < kDTiles; ++j)
+        for (int j = 0; j < kDTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) slot[(j * 4 + e) * 32 + lane] = o[j][e];
+          for (int e = 0; e < 4; ++e) slot[(j * 4 + e) * 32 + lane] = o[j][e];
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        slot[(kDTiles * 4 + r) * 32 + lane] = m[r];
-        slot[(kDTiles * 4 + 2 + r) * 32 + lane] = l[r];
+        for (int r = 0; r < 2; ++r) {
+          slot[(kDTiles * 4 + r) * 32 + lane] = m[r];
+          slot[(kDTiles * 4 + 2 + r) * 32 + lane] = l[r];
+        }
       }
-    }
-    __syncthreads();
-    if (group > 0) return;
-    for (int j2 = 1; j2 < KS; ++j2) {
-      const float* peer = reinterpret_cast<const float*>(kv_buf) + (qwarp * (KS - 1) + j2 - 1) * kSlot;
+      __syncthreads();
+      if (group > 0) return;
+      for (int j2 = 1; j2 < KS; ++j2) {
+        const float* peer = reinterpret_cast<const float*>(kv_buf) + (qwarp * (KS - 1) + j2 - 1) * kSlot;
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const float pm = peer[(kDTiles * 4 + r) * 32 + lane];
-        const float m_new = fmaxf(m[r], pm);
-        const float m_use = m_new == neg_inf() ? 0.f : m_new;
-        const float a_self = fast_exp2(m[r] - m_use), a_peer = fast_exp2(pm - m_use);
-        m[r] = m_new;
-        l[r] = l[r] * a_self + peer[(kDTiles * 4 + 2 + r) * 32 + lane] * a_peer;
+        for (int r = 0; r < 2; ++r) {
+          const float pm = peer[(kDTiles * 4 + r) * 32 + lane];
+          const float m_new = fmaxf(m[r], pm);
+          const float m_use = m_new == neg_inf() ? 0.f : m_new;
+          const float a_self = fast_exp2(m[r] - m_use), a_peer = fast_exp2(pm - m_use);
+          m[r] = m_new;
+          l[r] = l[r] * a_self + peer[(kDTiles * 4 + 2 + r) * 32 + lane] * a_peer;
 #pragma unroll
-        for (int j = 0; j < kDTiles; ++j) {
-          o[j][2 * r] = o[j][2 * r] * a_self + peer[(j * 4 + 2 * r) * 32 + lane] * a_peer;
-          o[j][2 * r + 1] = o[j][2 * r + 1] * a_self + peer[(j * 4 + 2 * r + 1) * 32 + lane] * a_peer;
+          for (int j = 0; j < kDTiles; ++j) {
+            o[j][2 * r] = o[j][2 * r] * a_self + peer[(j * 4 + 2 * r) * 32 + lane] * a_peer;
+            o[j][2 * r + 1] = o[j][2 * r + 1] * a_self + peer[(j * 4 + 2 * r + 1) * 32 + lane] * a_peer;
+          }
         }
       }
     }
-  }
 
-  T* out = static_cast<T*>(p.context);
+    T* out = static_cast<T*>(p.context);
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float sum = quad_sum(l[r]);
-    // A NaN score makes its exponential, and so the row's sum, NaN (fmaxf skips it in the max).
-    const bool undefined = sum != sum || m[r] == neg_inf();
-    const float inv = 1.f / sum;
-    const int row = row0 + 8 * r;
-    if (row >= S) continue;
-    T* dst = out + (int64_t(b) * S + row) * p.N + h * D + 2 * t4;
+    for (int r = 0; r < 2; ++r) {
+      const float sum = quad_sum(l[r]);
+      // A NaN score makes its exponential, and so the row's sum, NaN (fmaxf skips it in the max).
+      const bool undefined = sum != sum || m[r] == neg_inf();
+      const float inv = 1.f / sum;
+      const int row = row0 + 8 * r;
+      if (row >= S) continue;
+      T* dst = out + (int64_t(b) * S + row) * p.N + h * D + 2 * t4;
 #pragma unroll
-    for (int j = 0; j < kDTiles; ++j) {
-      const uint32_t v = undefined ? pack2<T>(p.fill, p.fill) : pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
-      *reinterpret_cast<uint32_t*>(dst + 8 * j) = v;
+      for (int j = 0; j < kDTiles; ++j) {
+        const uint32_t v = undefined ? pack2<T>(p.fill, p.fill) : pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+        *reinterpret_cast<uint32_t*>(dst + 8 * j) = v;
+      }
     }
   }
 }
@@ -563,29 +579,31 @@ constexpr size_t flash_smem_bytes(int D, int query_warps, int key_splits, int st
   return size_t(flash_smem_rows(query_warps, key_splits)) * size_t(D + 8) * 2 + size_t(staged_keys) * 4;
 }
 
-// Launches flash_kernel<T, D, kKeyMask> with its dynamic shared memory; the first launch of each
+// Launches flash_kernel<T, D, kKeyMask, kQB> with its dynamic shared memory; the first launch of each
 // instantiation raises the kernel's limit to the largest block's need (above the 48 KB default
 // at D 128; a function attribute, not a stream operation, so also fine during graph capture).
-template <class T, int D, bool kKeyMask>
+template <class T, int D, bool kKeyMask, int kQB>
 cudaError_t launch_flash_d(const CoreParams& p, int query_warps, dim3 grid, cudaStream_t stream) {
-  // The largest block launched: W·KS ≤ 4 warps with KS ≤ 2 (W 2, KS 2).
+  // The largest block launched: W·KS ≤ 4 warps with KS ≤ 2 (W 2, KS 2); two query blocks of
+  // W 4 (KS 1) need fewer rows.
   static const cudaError_t raised =
-      cudaFuncSetAttribute(flash_kernel<T, D, kKeyMask>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      cudaFuncSetAttribute(flash_kernel<T, D, kKeyMask, kQB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            int(flash_smem_bytes(D, 2, kMaxKeySplits, kKeyMask ? kMaxStagedKeys : 0)));
   if (raised != cudaSuccess) return raised;
   const int staged = kKeyMask ? (p.S + kKeyTile - 1) / kKeyTile * kKeyTile : 0;
-  const size_t smem = flash_smem_bytes(D, query_warps, p.key_splits, staged);
-  flash_kernel<T, D, kKeyMask><<<grid, unsigned(32 * query_warps * p.key_splits), smem, stream>>>(p);
+  const size_t smem = flash_smem_bytes(D, query_warps * kQB, p.key_splits, staged);
+  flash_kernel<T, D, kKeyMask, kQB><<<grid, unsigned(32 * query_warps * p.key_splits), smem, stream>>>(p);
   return cudaGetLastError();
 }
 
 template <class T>
-cudaError_t launch_flash(const CoreParams& p, int64_t D, bool key_mask, int query_warps, dim3 grid,
-                         cudaStream_t stream) {
+cudaError_t launch_flash(const CoreParams& p, int64_t D, bool key_mask, int blocks_per_cta, int query_warps,
+                         dim3 grid, cudaStream_t stream) {
   auto go = [&](auto d) {
     constexpr int kD = decltype(d)::value;
-    return key_mask ? launch_flash_d<T, kD, true>(p, query_warps, grid, stream)
-                    : launch_flash_d<T, kD, false>(p, query_warps, grid, stream);
+    if (!key_mask) return launch_flash_d<T, kD, false, 1>(p, query_warps, grid, stream);
+    return blocks_per_cta == 2 ? launch_flash_d<T, kD, true, 2>(p, query_warps, grid, stream)
+                               : launch_flash_d<T, kD, true, 1>(p, query_warps, grid, stream);
   };
   switch (D) {
     case 32: return go(std::integral_constant<int, 32>{});
@@ -623,12 +641,18 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
     p.key_splits = warps <= 2 && blocks(16 * warps) < a.sm_count && key_tiles > 1 ? kMaxKeySplits : 1;
     p.qblocks = int((a.S + 16 * warps - 1) / (16 * warps));
     p.query_warps_log2 = warps == 4 ? 2 : warps == 2 ? 1 : 0;
-    if (p.qblocks > 65535) return cudaErrorInvalidConfiguration;  // grid y: S up to 1M
-    const dim3 grid(unsigned(heads), unsigned(p.qblocks));
     // Masks that vary by key alone (or none) are staged in shared memory; others are read per score.
     const bool key_mask = a.mask_q == 0 && a.S <= kMaxStagedKeys;
-    return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, key_mask, warps, grid, stream)
-                                      : launch_flash<__nv_bfloat16>(p, a.D, key_mask, warps, grid, stream);
+    // Two query blocks per CTA (key-mask path) when all keys fit the two K/V buffers and the
+    // halved grid still gives every SM two CTAs (BERT at b32: 384 CTAs of 128 rows, not 768 of 64).
+    const int64_t pairs = heads * ((p.qblocks + 1) / 2);
+    const int per_cta =
+        key_mask && p.key_splits == 1 && key_tiles <= 2 && p.qblocks >= 2 && pairs >= 2 * a.sm_count ? 2 : 1;
+    const int64_t grid_y = (p.qblocks + per_cta - 1) / per_cta;
+    if (grid_y > 65535) return cudaErrorInvalidConfiguration;  // S up to 1M
+    const dim3 grid{unsigned(heads), unsigned(grid_y)};
+    return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, key_mask, per_cta, warps, grid, stream)
+                                      : launch_flash<__nv_bfloat16>(p, a.D, key_mask, per_cta, warps, grid, stream);
   }
   if (blocks(kGenericRows) > INT_MAX) return cudaErrorInvalidConfiguration;
   p.qblocks = int((a.S + kGenericRows - 1) / kGenericRows);
