@@ -52,7 +52,7 @@ struct CoreParams {
   int mask_type;
   int64_t mask_b, mask_h, mask_q, mask_k;
   float scale, filter, fill;  // fill: the value of a row that softmax leaves undefined
-  float scale_log2;           // flash kernel: scale · log2(e) (its scores are in base 2)
+  float scale_log2;         // flash kernel: scale · log2(e) (its scores are in base 2)
   bool causal;
 };
 
@@ -245,8 +245,9 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   constexpr int kTileElems = kKeyTile * kStride;
   extern __shared__ __align__(16) uint16_t smem[];
 
-  // Grid: x = batch · heads + head, y = query block. Powers of two and one division by H keep the
-  // integer work before the first load short (a division is ~20 instructions).
+  // Grid: x = batch · heads + head, y = query block (a pair with kQB 2). Powers of two and one
+  // division by H keep the integer work before the first load short (a division is ~20
+  // instructions).
   const int KS = p.key_splits, query_warps = 1 << p.query_warps_log2;
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, g = lane >> 2, t4 = lane & 3;
   const int qwarp = warp & (query_warps - 1), group = warp >> p.query_warps_log2;
