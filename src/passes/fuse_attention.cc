@@ -474,17 +474,10 @@ Expected<int> fuse_attention(Model& model, PassContext& ctx, std::vector<std::st
   const std::vector<ValueMeta>* m0 = ctx.metas(model);
   if (!m0) return note("shape inference failed: nothing fused"), 0;
   std::vector<const std::vector<ValueMeta>*> probes{m0};
-  std::vector<ValueMeta> extra;
-  for (bool by_axis : {false, true}) {
-    auto b = distinct_probe(model, by_axis);
-    if (!b) break;
-    auto r = infer_with(model, *b);
-    if (r) {
-      extra = std::move(*r), probes.push_back(&extra);
-      break;
-    }
-    note(std::string("distinct-size probe ") + (by_axis ? "by axis" : "by symbol") + " failed: " + r.status().message());
-  }
+  std::vector<std::string> failures;
+  auto distinct = infer_distinct(model, &failures);
+  for (const std::string& f : failures) note(f);
+  if (distinct) probes.push_back(&*distinct);
   GraphEditor ed(model.graph);
   int fused = 0, n0 = ed.num_nodes();
   for (int i = 0; i < n0; ++i) {

@@ -184,18 +184,16 @@ std::vector<int> producers_first(const GraphEditor& ed, const std::set<int>& reg
 class GatherRowsEarly : public Pass {
  public:
   Expected<int> run(Model& model, PassContext& ctx) const override {
+    // Most graphs have no Gather with constant indices: they skip the shape inference below.
+    bool candidate = false;
+    for (const Node& n : model.graph.nodes)
+      candidate |= is_op(n, "Gather") && n.inputs.size() == 2 && model.graph.initializers.count(n.inputs[1]);
+    if (!candidate) return 0;
     const std::vector<ValueMeta>* m0 = ctx.metas(model);
     if (!m0) return 0;
     Probes probes{m0};
-    std::vector<ValueMeta> distinct;
-    for (bool by_axis : {false, true}) {
-      auto b = distinct_probe(model, by_axis);
-      if (!b) break;
-      if (auto r = infer_with(model, *b)) {
-        distinct = std::move(*r), probes.push_back(&distinct);
-        break;
-      }
-    }
+    auto distinct = infer_distinct(model);
+    if (distinct) probes.push_back(&*distinct);
     GraphEditor ed(model.graph);
     int rewrites = 0;
     const int count = ed.num_nodes();

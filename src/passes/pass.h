@@ -87,10 +87,11 @@ const std::vector<std::string>& pass_order(PassStage stage = PassStage::kBeforeP
 // Unbound dims set to 1: enough for structural questions (head counts, hidden sizes). Inputs of
 // unknown rank are left out.
 ShapeBinding probe_binding(const Model& m);
-// Input shapes with distinct sizes for unbound dims, so batch and sequence differ: one size per
-// symbol (by_axis false) or one per axis position across inputs (by_axis true, for exporters
-// that name equal dims differently); nullopt when nothing is unbound.
-std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis);
+// Shape inference with distinct sizes for the unbound input dims, so batch and sequence differ:
+// one size per symbol, else (after a failure, for exporters that name equal dims differently)
+// one per axis position. nullopt when nothing is unbound or both fail; each failure's message is
+// appended to `failures` when given.
+std::optional<std::vector<ValueMeta>> infer_distinct(const Model& m, std::vector<std::string>* failures = nullptr);
 // Shape inference of `m` for one binding (declared static dims fill in unbound inputs).
 Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes);
 // Runs every enabled pass of opts.stage in order on model.graph.

@@ -62,7 +62,7 @@ bool register_pass(const std::string& name, PassFactory factory) {
 const std::map<std::string, PassFactory>& registered_passes() { return pass_registry(); }
 
 // torch.export names equal dims differently (s33, s50): by_axis gives them equal sizes anyway.
-std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis) {
+static std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis) {
   ShapeBinding b;
   std::map<std::string, int64_t> sym;
   const int64_t sizes[] = {3, 5, 7, 11, 13, 17, 19, 23};
@@ -88,6 +88,21 @@ std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis) {
   }
   if (!dynamic) return std::nullopt;
   return b;
+}
+
+Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes);
+
+std::optional<std::vector<ValueMeta>> infer_distinct(const Model& m, std::vector<std::string>* failures) {
+  for (bool by_axis : {false, true}) {
+    auto b = distinct_probe(m, by_axis);
+    if (!b) return std::nullopt;
+    auto r = infer_with(m, *b);
+    if (r) return std::move(*r);
+    if (failures)
+      failures->push_back(std::string("distinct-size probe ") + (by_axis ? "by axis" : "by symbol") +
+                          " failed: " + r.status().message());
+  }
+  return std::nullopt;
 }
 
 Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes) {

@@ -7,6 +7,7 @@
 
 #include "../ops/graph_builder.h"
 #include "../ops/op_test_util.h"
+#include "pass_test_util.h"
 #include "passes/pass.h"
 #include "runtime/engine.h"
 
@@ -495,10 +496,7 @@ TEST(FuseConvActivation, ChannelsLastThroughMaxPool) {
   OptimizeOptions oo;
   auto reports = optimize(m, oo);
   ASSERT_TRUE(reports.has_value()) << reports.status().message();
-  int rewrites = -1;
-  for (const PassReport& rep : *reports)
-    if (rep.name == "fuse_conv_activation") rewrites = rep.rewrites;
-  EXPECT_EQ(rewrites, 6);
+  EXPECT_EQ(testing::rewrites_of(*reports, "fuse_conv_activation"), 6);
 }
 
 TEST(FuseConvActivation, ChannelsLastThroughPoolChain) {

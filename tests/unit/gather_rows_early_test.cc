@@ -5,14 +5,9 @@
 // of both exporters compute their last layer's feed-forward block on the first token only.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "../ops/graph_builder.h"
 #include "../ops/op_test_util.h"
-#include "io/npy.h"
-#include "passes/pass.h"
-
-namespace fs = std::filesystem;
+#include "pass_test_util.h"
 
 namespace ingot {
 namespace {
@@ -64,8 +59,7 @@ Result run(const Model& m, bool enabled) {
   EXPECT_TRUE(e.has_value()) << e.status().message();
   if (!e) return {};
   Result r;
-  for (const PassReport& p : (*e)->pass_reports())
-    if (p.name == "gather_rows_early") r.rewrites = p.rewrites;
+  r.rewrites = rewrites_of((*e)->pass_reports(), "gather_rows_early");
   auto metas = infer_with((*e)->model(), {{"X", {B, S, E}}});
   EXPECT_TRUE(metas.has_value());
   for (const Node& n : (*e)->model().graph.nodes)
@@ -121,22 +115,12 @@ TEST(GatherRowsEarly, ClassifierFixturesComputeOneTokenOfTheLastLayer) {
   for (const char* model : {"bert", "distilbert"}) {
     for (const char* ex : {"torchscript", "dynamo"}) {
       SCOPED_TRACE(std::string(model) + "/" + ex);
-      const fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
-      auto e = Engine::from_onnx((dir / (std::string("model.") + ex + ".onnx")).string());
-      ASSERT_TRUE(e.has_value()) << e.status().message();
-      int rewrites = 0;
-      for (const PassReport& r : (*e)->pass_reports())
-        if (r.name == "gather_rows_early") rewrites = r.rewrites;
-      EXPECT_EQ(rewrites, 1);
-      auto inputs = read_npz((dir / "inputs.npz").string());
-      ASSERT_TRUE(inputs.has_value());
-      ShapeBinding shapes;
-      for (const auto& [name, t] : *inputs) shapes[name] = t.shape();
-      auto metas = infer_with((*e)->model(), shapes);
-      ASSERT_TRUE(metas.has_value()) << metas.status().message();
+      auto f = optimized_fixture(model, ex);
+      ASSERT_TRUE(f.has_value()) << f.status().message();
+      EXPECT_EQ(rewrites_of(f->engine->pass_reports(), "gather_rows_early"), 1);
       int token_products = 0;  // FusedMatMuls over [B, hidden]
-      for (const Node& n : (*e)->model().graph.nodes)
-        if (n.op_type == "FusedMatMul") token_products += (*metas)[size_t(n.inputs[0])].shape.size() == 2;
+      for (const Node& n : f->engine->model().graph.nodes)
+        if (n.op_type == "FusedMatMul") token_products += f->metas[size_t(n.inputs[0])].shape.size() == 2;
       // The last layer's two feed-forward products and the head's two (pooler or pre-classifier,
       // classifier); without the pass only the head's.
       EXPECT_EQ(token_products, 4);

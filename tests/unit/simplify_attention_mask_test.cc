@@ -5,14 +5,9 @@
 // that does not vary by query.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "../ops/graph_builder.h"
 #include "../ops/op_test_util.h"
-#include "io/npy.h"
-#include "passes/pass.h"
-
-namespace fs = std::filesystem;
+#include "pass_test_util.h"
 
 namespace ingot {
 namespace {
@@ -110,23 +105,13 @@ TEST(SimplifyAttentionMask, TransformerFixturesReadKeyMasks) {
   for (const char* model : {"bert", "distilbert", "roberta"}) {
     for (const char* ex : {"torchscript", "dynamo"}) {
       SCOPED_TRACE(std::string(model) + "/" + ex);
-      const fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
-      auto e = Engine::from_onnx((dir / (std::string("model.") + ex + ".onnx")).string());
-      ASSERT_TRUE(e.has_value()) << e.status().message();
-      int rewrites = 0;
-      for (const PassReport& r : (*e)->pass_reports())
-        if (r.name == "simplify_attention_mask") rewrites = r.rewrites;
-      EXPECT_EQ(rewrites, 2);  // one per layer
-      auto inputs = read_npz((dir / "inputs.npz").string());
-      ASSERT_TRUE(inputs.has_value());
-      ShapeBinding shapes;
-      for (const auto& [name, t] : *inputs) shapes[name] = t.shape();
-      auto metas = infer_with((*e)->model(), shapes);
-      ASSERT_TRUE(metas.has_value()) << metas.status().message();
-      for (const Node& n : (*e)->model().graph.nodes) {
+      auto f = optimized_fixture(model, ex);
+      ASSERT_TRUE(f.has_value()) << f.status().message();
+      EXPECT_EQ(rewrites_of(f->engine->pass_reports(), "simplify_attention_mask"), 2);  // one per layer
+      for (const Node& n : f->engine->model().graph.nodes) {
         if (n.op_type != "Attention") continue;
         ASSERT_GT(n.inputs.size(), 3u);
-        const Shape& ms = (*metas)[size_t(n.inputs[3])].shape;
+        const Shape& ms = f->metas[size_t(n.inputs[3])].shape;
         ASSERT_GE(ms.size(), 2u);
         EXPECT_EQ(ms[ms.size() - 2], 1) << shape_str(ms);
       }
