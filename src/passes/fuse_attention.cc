@@ -475,7 +475,7 @@ Expected<int> fuse_attention(Model& model, PassContext& ctx, std::vector<std::st
   if (!m0) return note("shape inference failed: nothing fused"), 0;
   std::vector<const std::vector<ValueMeta>*> probes{m0};
   std::vector<std::string> failures;
-  auto distinct = infer_distinct(model, &failures);
+  auto distinct = infer_distinct(model, ctx.bindings(), &failures);
   for (const std::string& f : failures) note(f);
   if (distinct) probes.push_back(&*distinct);
   GraphEditor ed(model.graph);

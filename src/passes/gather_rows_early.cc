@@ -192,7 +192,7 @@ class GatherRowsEarly : public Pass {
     const std::vector<ValueMeta>* m0 = ctx.metas(model);
     if (!m0) return 0;
     Probes probes{m0};
-    auto distinct = infer_distinct(model);
+    auto distinct = infer_distinct(model, ctx.bindings());
     if (distinct) probes.push_back(&*distinct);
     GraphEditor ed(model.graph);
     int rewrites = 0;

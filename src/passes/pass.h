@@ -89,9 +89,11 @@ const std::vector<std::string>& pass_order(PassStage stage = PassStage::kBeforeP
 ShapeBinding probe_binding(const Model& m);
 // Shape inference with distinct sizes for the unbound input dims, so batch and sequence differ:
 // one size per symbol, else (after a failure, for exporters that name equal dims differently)
-// one per axis position. nullopt when nothing is unbound or both fail; each failure's message is
+// one per axis position. A dim that every one of `bindings` (PassContext::bindings()) fixes to the
+// same size keeps it. nullopt when nothing is unbound or both fail; each failure's message is
 // appended to `failures` when given.
-std::optional<std::vector<ValueMeta>> infer_distinct(const Model& m, std::vector<std::string>* failures = nullptr);
+std::optional<std::vector<ValueMeta>> infer_distinct(const Model& m, const std::vector<ShapeBinding>& bindings,
+                                                     std::vector<std::string>* failures = nullptr);
 // Shape inference of `m` for one binding (declared static dims fill in unbound inputs).
 Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes);
 // Runs every enabled pass of opts.stage in order on model.graph.

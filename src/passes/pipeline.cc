@@ -61,8 +61,24 @@ bool register_pass(const std::string& name, PassFactory factory) {
 
 const std::map<std::string, PassFactory>& registered_passes() { return pass_registry(); }
 
+// The size every binding gives axis `axis` of input `name`; nullopt when they differ or none do.
+static std::optional<int64_t> fixed_by_bindings(const std::vector<ShapeBinding>& bindings, const std::string& name,
+                                                size_t axis) {
+  std::optional<int64_t> size;
+  for (const ShapeBinding& b : bindings) {
+    auto it = b.find(name);
+    if (it == b.end() || axis >= it->second.size()) return std::nullopt;
+    if (size && *size != it->second[axis]) return std::nullopt;
+    size = it->second[axis];
+  }
+  return size;
+}
+
 // torch.export names equal dims differently (s33, s50): by_axis gives them equal sizes anyway.
-static std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis) {
+// A dim every binding fixes to one size (a profile of one sequence length) keeps that size:
+// folding has already specialised the graph to it (a position-embedding slice of 128 rows).
+static std::optional<ShapeBinding> distinct_probe(const Model& m, const std::vector<ShapeBinding>& bindings,
+                                                  bool by_axis) {
   ShapeBinding b;
   std::map<std::string, int64_t> sym;
   const int64_t sizes[] = {3, 5, 7, 11, 13, 17, 19, 23};
@@ -74,6 +90,7 @@ static std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis) 
     Shape s;
     for (const Dim& d : *v.shape) {
       if (d.known()) { s.push_back(d.value); continue; }
+      if (auto fixed = fixed_by_bindings(bindings, v.name, s.size())) { s.push_back(*fixed); continue; }
       dynamic = true;
       if (by_axis) {
         s.push_back(sizes[s.size() % 8]);
@@ -92,9 +109,10 @@ static std::optional<ShapeBinding> distinct_probe(const Model& m, bool by_axis) 
 
 Expected<std::vector<ValueMeta>> infer_with(const Model& m, const ShapeBinding& shapes);
 
-std::optional<std::vector<ValueMeta>> infer_distinct(const Model& m, std::vector<std::string>* failures) {
+std::optional<std::vector<ValueMeta>> infer_distinct(const Model& m, const std::vector<ShapeBinding>& bindings,
+                                                     std::vector<std::string>* failures) {
   for (bool by_axis : {false, true}) {
-    auto b = distinct_probe(m, by_axis);
+    auto b = distinct_probe(m, bindings, by_axis);
     if (!b) return std::nullopt;
     auto r = infer_with(m, *b);
     if (r) return std::move(*r);
