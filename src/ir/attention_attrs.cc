@@ -19,7 +19,28 @@ Expected<AttentionAttrs> parse_attention_attrs(const Node& node) {
   else if (kind == "add") a.mask_kind = AttentionMaskKind::kAdd;
   else if (kind == "bool") a.mask_kind = AttentionMaskKind::kBool;
   else return invalid_model("attribute mask_kind '" + kind + "' is not none, add or bool");
+  if (const Attribute* q = node.attrs.find("query_rows")) {
+    if (q->kind != Attribute::Kind::kInts || q->ints.empty())
+      return invalid_model("attribute query_rows must be a non-empty list of ints");
+    a.query_rows = q->ints;
+  }
   return a;
+}
+
+Expected<std::vector<int64_t>> attention_query_positions(const AttentionAttrs& a, int64_t S) {
+  std::vector<int64_t> pos;
+  if (a.query_rows.empty()) {
+    for (int64_t i = 0; i < S; ++i) pos.push_back(i);
+    return pos;
+  }
+  for (int64_t r : a.query_rows) {
+    if (r < -S || r >= S)
+      return invalid_argument("query row " + std::to_string(r) + " (attribute query_rows) is outside [-" +
+                              std::to_string(S) + ", " + std::to_string(S) + ") for sequence length " +
+                              std::to_string(S));
+    pos.push_back(r < 0 ? r + S : r);
+  }
+  return pos;
 }
 
 }  // namespace ingot

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ingot/status.h"
 #include "ir/graph.h"
@@ -17,9 +18,20 @@ struct AttentionAttrs {
   float filter = 0.f;  // added where a bool mask is false
   bool causal = false, nan_to_zero = false;
   AttentionMaskKind mask_kind = AttentionMaskKind::kNone;
+  // query_rows: the query positions whose output rows are computed, in output order (negative:
+  // from the end); empty: every position.
+  std::vector<int64_t> query_rows;
 };
 
 // Errors name the attribute: num_heads must be positive, mask_kind none, add or bool.
 Expected<AttentionAttrs> parse_attention_attrs(const Node& node);
+
+// The output's query positions for sequence length S: query_rows resolved into [0, S), or every
+// position when query_rows is empty. An index outside [-S, S) is an error naming it.
+Expected<std::vector<int64_t>> attention_query_positions(const AttentionAttrs& a, int64_t S);
+// Output rows per batch: query_rows' count, or S.
+inline int64_t attention_query_count(const AttentionAttrs& a, int64_t S) {
+  return a.query_rows.empty() ? S : int64_t(a.query_rows.size());
+}
 
 }  // namespace ingot

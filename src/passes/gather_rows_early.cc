@@ -10,9 +10,12 @@
 // last axis, elementwise ops whose other operands do not reach axis a (biases, scales). The
 // region grows from the Gather's data upwards, taking a producer once every reader of its
 // outputs is in the region (or is the Gather); each value entering the region from outside gets
-// its own Gather with the same indices. Attention stops it (every output row reads every key).
-// Only regions with a matrix product are rewritten: elsewhere the extra Gathers could cost more
-// than the rows they save.
+// its own Gather with the same indices. Attention stops the region (every output row reads every
+// key), but an ingot.Attention whose output only the region reads computes the gathered query
+// rows itself instead (its query_rows attribute; a Squeeze drops the axis for a scalar index):
+// the classifier's last attention then runs its core and out-projection for one token.
+// Only regions with a matrix product (or such an attention) are rewritten: elsewhere the extra
+// Gathers could cost more than the rows they save.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -67,7 +70,22 @@ class RegionBuilder {
     }
     for (int n : region_)
       if (is_op(ed_.node(n), "FusedMatMul", "ingot") || is_op(ed_.node(n), "MatMul")) return true;
+    for (ValueId v : boundary_)
+      if (attention_rows(v)) return true;
     return false;
+  }
+  // v is the output of an ingot.Attention (without query_rows) that only the region and the
+  // Gather read, gathered on the query axis of [B, S, M] by 0-D or 1-D indices: the attention
+  // can compute just those query rows.
+  bool attention_rows(ValueId v) const {
+    const int p = ed_.producer(v);
+    if (p < 0 || !is_op(ed_.node(p), "Attention", "ingot") || ed_.node(p).attrs.has("query_rows")) return false;
+    if (axis_ != 1 || rank_ != 3 || ed_.node(p).outputs.size() != 1) return false;
+    if (ed_.is_graph_output(v) || ed_.read_by_subgraph(v)) return false;
+    for (int c : ed_.consumers(v))
+      if (c != gather_ && !region_.count(c)) return false;
+    const Tensor* idx = ed_.constant(ed_.node(gather_).inputs[1]);
+    return idx && idx->rank() <= 1 && idx->numel() > 0 && (idx->dtype() == DType::kInt64 || idx->dtype() == DType::kInt32);
   }
   const std::set<int>& region() const { return region_; }
   const std::set<ValueId>& boundary() const { return boundary_; }
@@ -181,6 +199,45 @@ std::vector<int> producers_first(const GraphEditor& ed, const std::set<int>& reg
   return order;
 }
 
+// Replaces the Attention producing `v` with one that computes only the query rows `gather`
+// selects (query_rows = its indices); returns the value holding what Gather(v) held.
+ValueId attention_query_rows(GraphEditor& ed, const Model& model, ValueId v, const Node& gather) {
+  const int p = ed.producer(v);
+  Node att = ed.node(p);
+  const Tensor& idx = *ed.constant(gather.inputs[1]);
+  Attribute rows;
+  rows.kind = Attribute::Kind::kInts;
+  for (int64_t i = 0; i < idx.numel(); ++i) rows.ints.push_back(int64_t(idx.scalar_as_double(i)));
+  att.attrs.set("query_rows", rows);
+  att.name += "/query_rows";
+  const std::string vname = ed.graph().value(v).name + "/rows";
+  const ValueId out = ed.graph().add_value(vname, ed.graph().value(v).dtype);
+  att.outputs = {out};
+  ed.remove_node(p);
+  ed.add_node(std::move(att));
+  if (idx.rank() == 1) return out;
+  // A scalar index drops the query axis: Squeeze it (a view, no copy).
+  Node sq;
+  sq.op_type = "Squeeze";
+  sq.name = gather.name + "/squeeze";
+  const ValueId dropped = ed.graph().add_value(vname + "/squeezed", ed.graph().value(v).dtype);
+  sq.outputs = {dropped};
+  sq.inputs = {out};
+  auto opset = model.opsets.find("");
+  if (opset != model.opsets.end() && opset->second < 13) {
+    Attribute axes;
+    axes.kind = Attribute::Kind::kInts;
+    axes.ints = {1};
+    sq.attrs.set("axes", axes);
+  } else {
+    Tensor axes(DType::kInt64, {1});
+    axes.data<int64_t>()[0] = 1;
+    sq.inputs.push_back(ed.add_initializer(gather.name + "/squeeze_axes", std::move(axes)));
+  }
+  ed.add_node(std::move(sq));
+  return dropped;
+}
+
 class GatherRowsEarly : public Pass {
  public:
   Expected<int> run(Model& model, PassContext& ctx) const override {
@@ -213,7 +270,13 @@ class GatherRowsEarly : public Pass {
       // Each value entering the region is gathered once; region nodes are re-created on the
       // gathered rows, the one producing the Gather's data writing the Gather's own output.
       std::map<ValueId, ValueId> rows;
+      int shrunk = 0;
       for (ValueId b : rb.boundary()) {
+        if (rb.attention_rows(b)) {
+          rows[b] = attention_query_rows(ed, model, b, gather);
+          ++shrunk;
+          continue;
+        }
         Node n = gather;
         n.name = gather.name + "/" + ed.graph().value(b).name;
         n.inputs[0] = b;
@@ -239,8 +302,9 @@ class GatherRowsEarly : public Pass {
         ed.add_node(std::move(n));
       }
       ctx.note("Gather '" + gather.name + "' moved above " + std::to_string(order.size()) + " position-wise node" +
-               (order.size() == 1 ? "" : "s") + " (" + std::to_string(rb.boundary().size()) + " gather" +
-               (rb.boundary().size() == 1 ? "" : "s") + " of their inputs)");
+               (order.size() == 1 ? "" : "s") + " (" + std::to_string(rb.boundary().size() - shrunk) + " gather" +
+               (rb.boundary().size() - shrunk == 1 ? "" : "s") + " of their inputs" +
+               (shrunk ? ", " + std::to_string(shrunk) + " attention computing only the gathered queries" : "") + ")");
       ++rewrites;
     }
     ed.commit();

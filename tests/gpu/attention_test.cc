@@ -4,7 +4,8 @@
 // W_out and biases, sequence lengths that are not multiples of the kernels' blocks, several head
 // sizes (the tensor-core sizes and a generic one), batch sizes that select each query-block size,
 // float32 (tight) and float16/bfloat16 (against the CPU on float32 copies of the same rounded
-// values), and a head size the CUDA kernel refuses (run on the CPU instead).
+// values), query_rows (a few query positions, in launches of up to 16), and a head size the CUDA
+// kernel refuses (run on the CPU instead).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "gpu_test_util.h"
 
@@ -25,10 +27,12 @@ struct Case {
   bool causal = false, nan_to_zero = false, out_proj = true, biases = true;
   float scale = 0.125f;
   float filter = -std::numeric_limits<float>::infinity();
+  std::vector<int64_t> query_rows;  // the query_rows attribute (empty: absent)
   std::string what() const {
     return "B" + std::to_string(B) + " S" + std::to_string(S) + " E" + std::to_string(E) + " H" + std::to_string(H) +
            " mask " + mask_kind + " " + shape_str(mask_shape) + (causal ? " causal" : "") +
-           (nan_to_zero ? " nan_to_zero" : "") + (out_proj ? " W_out" : "") + (biases ? " biases" : "");
+           (nan_to_zero ? " nan_to_zero" : "") + (out_proj ? " W_out" : "") + (biases ? " biases" : "") +
+           (query_rows.empty() ? "" : " query_rows " + std::to_string(query_rows.size()));
   }
 };
 
@@ -90,6 +94,7 @@ Model attention_model(const Case& c, const std::map<std::string, Tensor>& w, DTy
   n.attrs.set("nan_to_zero", int_attr(c.nan_to_zero));
   n.attrs.set("mask_kind", string_attr(c.mask_kind));
   n.attrs.set("mask_filter_value", float_attr(c.filter));
+  if (!c.query_rows.empty()) n.attrs.set("query_rows", ints_attr(c.query_rows));
   ValueId y = value("Y", dt);
   n.outputs = {y};
   g.outputs.push_back(y);
@@ -355,6 +360,29 @@ TEST(CudaAttention, HalfPrecisionOddHeadSize) {
     Case c;
     c.B = 3, c.S = 33, c.E = 120, c.H = 3, c.mask_kind = "bool", c.mask_shape = {3, 1, 33, 33}, c.causal = true;
     run_case(c, dt, tol, tol, padding);
+  }
+}
+
+// query_rows: a classifier's one token (batch 32, 12 heads) and 20 positions (two launches of
+// the query-rows kernel) in any order with repeats and negative indices, under key masks, per-score
+// masks and causal, in every dtype.
+TEST(CudaAttention, QueryRows) {
+  INGOT_REQUIRE_GPU();
+  std::vector<int64_t> many;
+  for (int64_t i = 0; i < 20; ++i) many.push_back((i * 37) % 130 - (i % 3 == 0 ? 130 : 0));
+  many.push_back(5), many.push_back(5);
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat32 ? 1e-4 : dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    Case c;
+    c.B = 32, c.S = 128, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {32, 1, 1, 128};
+    c.query_rows = {0};
+    run_case(c, dt, tol, tol, padding);
+    Case d;
+    d.B = 3, d.S = 130, d.E = 128, d.H = 2, d.M = 96, d.query_rows = many;
+    d.mask_kind = "bool", d.mask_shape = {3, 1, 130, 130};
+    run_case(d, dt, tol, tol, padding);
+    d.mask_kind = "none", d.causal = true, d.out_proj = false;
+    run_case(d, dt, tol, tol);
   }
 }
 

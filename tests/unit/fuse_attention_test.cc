@@ -90,6 +90,7 @@ struct Case {
   bool causal = false, nan_to_zero = false, out_proj = true;
   float scale = 0.5f;
   std::string precision = "fp32";  // bf16: projections in bfloat16 (tolerance below)
+  std::vector<int64_t> query_rows;  // the query_rows attribute (empty: absent, every row)
 };
 
 Tensor random(Shape s, std::mt19937& rng, float lo = -1, float hi = 1) {
@@ -148,7 +149,13 @@ Model attention_model(const Case& c, const std::map<std::string, Tensor>& w, DTy
   Attribute prec;
   prec.kind = Attribute::Kind::kString, prec.s = c.precision;
   n.attrs.set("precision", prec);
-  ValueId y = add_value(g, "Y", DType::kFloat32, {c.B, c.S, c.out_proj ? c.M : c.E});
+  if (!c.query_rows.empty()) {
+    Attribute q;
+    q.kind = Attribute::Kind::kInts, q.ints = c.query_rows;
+    n.attrs.set("query_rows", q);
+  }
+  const int64_t rows = c.query_rows.empty() ? c.S : int64_t(c.query_rows.size());
+  ValueId y = add_value(g, "Y", DType::kFloat32, {c.B, rows, c.out_proj ? c.M : c.E});
   n.outputs = {y};
   g.outputs.push_back(y);
   g.nodes.push_back(n);
@@ -230,6 +237,16 @@ void run_case(const Case& c, const std::function<void(Tensor&)>& fill_mask = nul
   auto outs = (*engine)->create_context()->run(in);
   ASSERT_TRUE(outs.has_value()) << outs.status().message();
   auto want = reference(c, in["X"], w, mask.defined() ? &mask : nullptr);
+  if (!c.query_rows.empty()) {  // the reference's rows at the query positions, in their order
+    const int64_t width = c.out_proj ? c.M : c.E;
+    std::vector<double> picked;
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t q : c.query_rows) {
+        const int64_t pos = q < 0 ? q + c.S : q;
+        picked.insert(picked.end(), want.begin() + (b * c.S + pos) * width, want.begin() + (b * c.S + pos + 1) * width);
+      }
+    want = std::move(picked);
+  }
   const Tensor& got = (*outs)[0].tensor;
   ASSERT_EQ(got.numel(), int64_t(want.size()));
   double err = 0;
@@ -304,6 +321,26 @@ TEST(FuseAttention, KernelFullyMaskedRows) {
   run_case(c, fill);
 }
 
+// query_rows (gather_rows_early's classifier token): only those query positions, in the given
+// order (repeats and negative indices allowed), against every key, with padding, causal and
+// per-query masks; positions from both of the CPU kernel's 64-row query blocks.
+TEST(FuseAttention, KernelQueryRows) {
+  Case c;
+  c.S = 70, c.query_rows = {0, -1, 65, 3, 0};
+  c.mask_kind = "bool", c.mask_shape = {c.B, 1, c.S, c.S};
+  run_case(c, [&](Tensor& m) {
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t i = 0; i < c.S; ++i)
+        for (int64_t j = 0; j < c.S; ++j) m.data<bool>()[(b * c.S + i) * c.S + j] = j <= i + 2 && j < c.S - 9 * b;
+  });
+  Case d;
+  d.causal = true, d.out_proj = false, d.S = 9, d.B = 3, d.query_rows = {4};
+  d.mask_kind = "add", d.mask_shape = {d.B, 1, 1, d.S};
+  run_case(d, [&](Tensor& m) {
+    for (int64_t i = 0; i < m.numel(); ++i) m.data<float>()[i] = i % 4 == 3 ? -INFINITY : 0.1f * float(i % 5);
+  });
+}
+
 TEST(FuseAttention, KernelRejectsBadInputs) {
   std::mt19937 rng(1);
   Case c;
@@ -332,6 +369,11 @@ TEST(FuseAttention, KernelRejectsBadInputs) {
   s = run(attention_model(c, w, DType::kFloat32), {{"X", random({c.B, c.S, c.E}, rng)}});
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("num_heads"), std::string::npos) << s.message();
+  // A query row past the sequence.
+  c.H = 3, c.query_rows = {0, c.S};
+  s = run(attention_model(c, w, DType::kFloat32), {{"X", random({c.B, c.S, c.E}, rng)}});
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("query row 5"), std::string::npos) << s.message();
 }
 
 // Head sizes and key counts that fill whole vector tiles and leave tails (D = 64 and 40, 150

@@ -15,7 +15,9 @@
 //            — a row whose every key is masked with -inf — become 0, the exporters'
 //            Where(IsNaN(p), 0, p)), precision ("fp32" | "bf16": the CPU's matrix unit for the
 //            two projections, set by bf16 engines; the attention core stays float32)
-//   output   [B, S, M] (or [B, S, N] without W_out), X's dtype.
+//            query_rows (ints, optional: the query positions whose rows are output, in that order;
+//            negative counts from the end; made by gather_rows_early for a classifier's token)
+//   output   [B, Sq, M] (or [B, Sq, N] without W_out), X's dtype; Sq = S, or query_rows' count.
 //
 // Per head h: P = softmax(scale · Q_h K_hᵀ + mask), context_h = P V_h, heads concatenated along
 // the last axis, then context · W_out + b_out.
@@ -194,7 +196,8 @@ class AttentionKernel : public OpKernel {
                                 (attrs_.mask_kind == AttentionMaskKind::kBool ? "bool needs bool" : "add needs a float type"));
       INGOT_RETURN_IF_ERROR(mask_strides(ctx.input_shape(kMask), d).status());
     }
-    ctx.set_output(0, t, {d.B, d.S, d.M});
+    INGOT_RETURN_IF_ERROR(attention_query_positions(attrs_, d.S).status());
+    ctx.set_output(0, t, {d.B, attention_query_count(attrs_, d.S), d.M});
     return Status::ok();
   }
 
@@ -256,6 +259,8 @@ class AttentionKernel : public OpKernel {
     Tensor& Y = ctx.output(0);
     if (Y.numel() == 0) return Status::ok();
     const int64_t rows = d.B * d.S;
+    INGOT_ASSIGN_OR_RETURN(std::vector<int64_t> qpos, attention_query_positions(attrs_, d.S));
+    const int64_t Sq = int64_t(qpos.size()), out_rows = d.B * Sq;
     Tensor xf = to_f32(X);
     auto qkv = uninit(rows * 3 * d.N);
     if (d.E == 0) {
@@ -272,7 +277,7 @@ class AttentionKernel : public OpKernel {
     // The context lands in Y directly when nothing follows and Y is float32.
     bool direct = !has_out && Y.dtype() == DType::kFloat32;
     std::unique_ptr<float[]> ctx_buf;
-    float* context = direct ? Y.data<float>() : (ctx_buf = uninit(rows * d.N)).get();
+    float* context = direct ? Y.data<float>() : (ctx_buf = uninit(out_rows * d.N)).get();
 
     Tensor mask;
     MaskStrides ms;
@@ -280,7 +285,7 @@ class AttentionKernel : public OpKernel {
       INGOT_ASSIGN_OR_RETURN(ms, mask_strides(ctx.input(kMask).shape(), d));
       mask = attrs_.mask_kind == AttentionMaskKind::kAdd ? to_f32(ctx.input(kMask)) : ctx.input(kMask);
     }
-    heads(d, qkv.get(), mask, ms, context);
+    heads(d, qkv.get(), mask, ms, attrs_.query_rows.empty() ? nullptr : qpos.data(), Sq, context);
 
     if (has_out) {
       bool f32 = Y.dtype() == DType::kFloat32;
@@ -289,10 +294,10 @@ class AttentionKernel : public OpKernel {
         std::fill(yf.data<float>(), yf.data<float>() + yf.numel(), 0.f);
         if (ctx.has_input(kBout)) {
           Tensor b = to_f32(ctx.input(kBout));
-          for (int64_t r = 0; r < rows; ++r) std::copy_n(b.data<float>(), d.M, yf.data<float>() + r * d.M);
+          for (int64_t r = 0; r < out_rows; ++r) std::copy_n(b.data<float>(), d.M, yf.data<float>() + r * d.M);
         }
       } else {
-        INGOT_RETURN_IF_ERROR(out_.run(context, rows, d.N, d.M, ctx.input(kWout),
+        INGOT_RETURN_IF_ERROR(out_.run(context, out_rows, d.N, d.M, ctx.input(kWout),
                                        ctx.has_input(kBout) ? &ctx.input(kBout) : nullptr, yf.data<float>()));
       }
       if (!f32) from_f32(yf, Y);
@@ -303,16 +308,19 @@ class AttentionKernel : public OpKernel {
     return Status::ok();
   }
 
-  // The attention core: qkv [B*S, 3N] -> context [B*S, N], on AVX-512 where the CPU has it.
-  void heads(const Dims& d, const float* qkv, const Tensor& mask, const MaskStrides& ms, float* context) const {
+  // The attention core: qkv [B*S, 3N] -> context [B*Sq, N] (the query positions qpos, or all S
+  // when null), on AVX-512 where the CPU has it.
+  void heads(const Dims& d, const float* qkv, const Tensor& mask, const MaskStrides& ms, const int64_t* qpos,
+             int64_t Sq, float* context) const {
     const float kNegInf = -std::numeric_limits<float>::infinity();
     attention_util::Core c{d.B, d.S, d.H, d.D, d.N, qkv, context,
                            attrs_.mask_kind == AttentionMaskKind::kAdd ? mask.data<float>() : nullptr,
                            attrs_.mask_kind == AttentionMaskKind::kBool ? mask.data<bool>() : nullptr,
                            ms.b, ms.h, ms.q, ms.k, attrs_.scale, attrs_.filter, attrs_.causal, attrs_.nan_to_zero,
                            // Masked keys can be skipped only when masking means exactly "probability 0".
-                           attrs_.mask_kind == AttentionMaskKind::kAdd || (attrs_.mask_kind == AttentionMaskKind::kBool && attrs_.filter == kNegInf)};
-    const int64_t qblocks = (d.S + attention_util::kQueryBlock - 1) / attention_util::kQueryBlock;
+                           attrs_.mask_kind == AttentionMaskKind::kAdd || (attrs_.mask_kind == AttentionMaskKind::kBool && attrs_.filter == kNegInf),
+                           Sq, qpos};
+    const int64_t qblocks = (Sq + attention_util::kQueryBlock - 1) / attention_util::kQueryBlock;
     const bool avx512 = has_avx512();
     parallel_for(d.B * d.H * qblocks, std::max<int64_t>(1, attention_util::kQueryBlock * d.S * d.D * 4),
                  [&](int64_t begin, int64_t end) {

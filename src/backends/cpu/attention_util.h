@@ -116,23 +116,26 @@ INGOT_ATT_INLINE void pv_tile(float* const* p, const float* v, int64_t ldv, int6
 struct Core {
   int64_t B, S, H, D, N;
   const float* qkv;
-  float* context;
+  float* context;  // [B * Sq, N]: row i of batch b is query position qpos[i] (i without qpos)
   const float* madd;  // mask_kind add, or null
   const bool* mbool;  // mask_kind bool, or null
   int64_t m_b, m_h, m_q, m_k;
   float scale, filter;
   bool causal, nan_to_zero;
   bool skippable;  // masked keys mean exactly "probability 0" (they may be left out)
+  int64_t Sq;            // output rows per batch: S, or the count of qpos
+  const int64_t* qpos;   // the query position of each output row (ingot.Attention's query_rows), or null: all
+  int64_t pos(int64_t i) const { return qpos ? qpos[i] : i; }
 };
 
 constexpr int64_t kQueryBlock = 64;
 
-// Tasks [begin, end) of the attention core; task = (batch * H + head) * qblocks + query block.
+// Tasks [begin, end) of the attention core; task = (batch * H + head) * qblocks + block of output rows.
 // W is the vector width in floats; the tiles are R query rows by C vectors.
 template <int W>
 INGOT_ATT_INLINE void core_tasks(const Core& c, int64_t begin, int64_t end) {
   constexpr int R = W >= 16 ? 6 : 4, C = W >= 16 ? 4 : 3;  // accumulators + loads fit the 32 zmm / 16 ymm
-  const int64_t S = c.S, D = c.D, ld = 3 * c.N, qblocks = (S + kQueryBlock - 1) / kQueryBlock;
+  const int64_t S = c.S, Sq = c.Sq, D = c.D, ld = 3 * c.N, qblocks = (Sq + kQueryBlock - 1) / kQueryBlock;
   const int64_t Sp = (S + W - 1) / W * W, Dp = (D + W - 1) / W * W;
   const float kNegInf = -std::numeric_limits<float>::infinity();
   const float fill = c.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN();
@@ -142,13 +145,13 @@ INGOT_ATT_INLINE void core_tasks(const Core& c, int64_t begin, int64_t end) {
   int64_t packed_bh = -1;
   for (int64_t task = begin; task < end; ++task) {
     const int64_t bh = task / qblocks, qb = task % qblocks, b = bh / c.H, h = bh % c.H;
-    const int64_t q0 = qb * kQueryBlock, q1 = std::min(S, q0 + kQueryBlock);
+    const int64_t q0 = qb * kQueryBlock, q1 = std::min(Sq, q0 + kQueryBlock);
     // Keys each query can see: masked (-inf) keys at the end of a row are never computed.
     int64_t nkeys = 0;
     for (int64_t i = q0; i < q1; ++i) {
-      int64_t n = c.causal ? i + 1 : S;
+      int64_t n = c.causal ? c.pos(i) + 1 : S;
       if (c.skippable) {
-        const int64_t base = b * c.m_b + h * c.m_h + i * c.m_q;
+        const int64_t base = b * c.m_b + h * c.m_h + c.pos(i) * c.m_q;
         while (n > 0 && (c.madd ? c.madd[base + (n - 1) * c.m_k] == kNegInf : !c.mbool[base + (n - 1) * c.m_k])) --n;
       }
       limit[i - q0] = n;
@@ -168,14 +171,14 @@ INGOT_ATT_INLINE void core_tasks(const Core& c, int64_t begin, int64_t end) {
     for (int64_t i0 = q0; i0 < q1; i0 += R) {
       const int rows = int(std::min<int64_t>(R, q1 - i0));
       if (nkeys == 0) {  // every key masked for every row: softmax of all -inf
-        for (int r = 0; r < rows; ++r) std::fill_n(c.context + (b * S + i0 + r) * c.N + h * D, D, fill);
+        for (int r = 0; r < rows; ++r) std::fill_n(c.context + (b * Sq + i0 + r) * c.N + h * D, D, fill);
         continue;
       }
       const float* q[R];
       float* s[R];
       float* o[R];
       for (int r = 0; r < R; ++r) {  // rows past the block's end repeat its last row (results unused)
-        q[r] = c.qkv + (b * S + i0 + std::min(r, rows - 1)) * ld + h * D;
+        q[r] = c.qkv + (b * S + c.pos(i0 + std::min(r, rows - 1))) * ld + h * D;
         s[r] = sbuf.data() + r * Sp;
         o[r] = obuf.data() + r * Dp;
       }
@@ -192,7 +195,7 @@ INGOT_ATT_INLINE void core_tasks(const Core& c, int64_t begin, int64_t end) {
         const int64_t i = i0 + r;
         int64_t n = limit[i - q0];
         float* sr = s[r];
-        const int64_t base = b * c.m_b + h * c.m_h + i * c.m_q;
+        const int64_t base = b * c.m_b + h * c.m_h + c.pos(i) * c.m_q;
         const float scale = c.scale;
         if (c.madd && c.m_k == 1) {
           const float* m = c.madd + base;
@@ -222,7 +225,7 @@ INGOT_ATT_INLINE void core_tasks(const Core& c, int64_t begin, int64_t end) {
           default: pv_tile<W, R, 1>(s, v.data(), Dp, nkeys, o, d0); break;
         }
       }
-      for (int r = 0; r < rows; ++r) std::copy_n(o[r], D, c.context + (b * S + i0 + r) * c.N + h * D);
+      for (int r = 0; r < rows; ++r) std::copy_n(o[r], D, c.context + (b * Sq + i0 + r) * c.N + h * D);
     }
   }
 }

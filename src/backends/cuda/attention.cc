@@ -3,8 +3,11 @@
 //   2. context = softmax(scale · Q Kᵀ + mask) V per head, flash style (attention.cu), read from qkv
 //      and written head-interleaved into [B*S, N] without transposes
 //   3. Y = context · W_out + b_out         a second GEMM (without W_out the context is Y itself)
-// Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*S, N] when W_out is given].
+// With query_rows the context and Y have Sq = query_rows' count rows per batch instead of S: the
+// core computes those queries alone (against every key) and the out-projection runs on B·Sq rows.
+// Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] when W_out is given].
 #include <string>
+#include <vector>
 
 #include "backends/cuda/attention_impl.h"
 #include "backends/cuda/cuda_kernel.h"
@@ -54,9 +57,10 @@ class AttentionKernel : public CudaKernel {
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
     const Shape& x = in[kX].shape;
     const int64_t rows = x.size() == 3 ? x[0] * x[1] : 0, N = in[kWqkv].shape.size() == 2 ? in[kWqkv].shape[1] / 3 : 0;
+    const int64_t out_rows = x.size() == 3 ? x[0] * attention_query_count(attrs_, x[1]) : 0;
     const size_t es = dtype_size(in[kX].dtype);
     const bool has_out = size_t(kWout) < in.size() && in[kWout].present;
-    return kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es) + (has_out ? align_up(size_t(rows * N) * es) : 0);
+    return kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es) + (has_out ? align_up(size_t(out_rows * N) * es) : 0);
   }
 
   Status compute(CudaComputeContext& ctx) const override {
@@ -66,6 +70,11 @@ class AttentionKernel : public CudaKernel {
     if (Y.numel() == 0) return Status::ok();
     const DType t = X.dtype();
     const int64_t B = X.dim(0), S = X.dim(1), E = X.dim(2), N = Wqkv.dim(1) / 3, rows = B * S;
+    std::vector<int64_t> query_pos;
+    if (!attrs_.query_rows.empty()) {
+      INGOT_ASSIGN_OR_RETURN(query_pos, attention_query_positions(attrs_, S));
+    }
+    const int64_t out_rows = B * attention_query_count(attrs_, S);
     const bool has_out = ctx.has_input(kWout);
     const size_t es = dtype_size(t);
 
@@ -88,12 +97,13 @@ class AttentionKernel : public CudaKernel {
     }
     a.scale = attrs_.scale, a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
     a.sm_count = ctx.handles().sm_count;
+    a.query_pos = query_pos.data(), a.query_count = int64_t(query_pos.size());
     INGOT_RETURN_IF_ERROR(cuda_status(launch_attention_core(a, ctx.stream()), "attention core"));
 
     if (has_out) {
       const Tensor& Wout = ctx.input(kWout);
       GemmDesc out;
-      out.m = rows, out.n = Wout.dim(1), out.k = N, out.dtype = t;
+      out.m = out_rows, out.n = Wout.dim(1), out.k = N, out.dtype = t;
       out.bias = ctx.has_input(kBout) ? ctx.input(kBout).raw() : nullptr;
       INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw(), ws, kGemmWorkspaceBytes));
     }

@@ -15,6 +15,9 @@
 //                        the key-mask path; a separate instantiation keeps the 1-block code as lean).
 //   generic_kernel<T>    any float dtype and D <= 128 (float32 engines, odd head sizes): one warp
 //                        per query row, one lane per key, plain fp32 FMAs. Correct, not fast.
+//                        It also takes the query-rows case (ingot.Attention's query_rows: a few
+//                        given query positions, a classifier's token), where a warp per row suits
+//                        better than 16-row tensor-core tiles.
 //
 // Semantics match the CPU kernel (backends/cpu/attention.cc, attention_util.h) exactly:
 //   score = (q · k) · scale + mask  (bool mask: true adds 0, false adds `filter`), keys j > i are
@@ -28,6 +31,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <limits>
@@ -54,6 +58,10 @@ struct CoreParams {
   float scale, filter, fill;  // fill: the value of a row that softmax leaves undefined
   float scale_log2;         // flash kernel: scale · log2(e) (its scores are in base 2)
   bool causal;
+  // Generic kernel: `rows` query rows per (batch, head), row i at query position query_pos[i]
+  // (i itself when query_count is 0), written to context row b * out_rows + out_row0 + i.
+  int rows, out_rows, out_row0, query_count;
+  int query_pos[kAttentionQueryChunk];
 };
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
@@ -509,20 +517,23 @@ __global__ void __launch_bounds__(kGenericRows * 32) generic_kernel(CoreParams p
   const int qb = int(blockIdx.x % unsigned(p.qblocks));
   const int bh = int(blockIdx.x / unsigned(p.qblocks)), h = bh % p.H, b = bh / p.H;
   const int q0 = qb * kGenericRows, row = q0 + warp;
+  auto position = [&](int i) { return p.query_count ? p.query_pos[i] : i; };
+  const int pos = position(min(row, p.rows - 1));  // this warp's query position
   const T* base = static_cast<const T*>(p.qkv) + int64_t(b) * S * p.ld;
 
+  int last_pos = 0;  // the CTA's rightmost query position (causal: no key beyond it is read)
+  for (int r = 0; r < kGenericRows && q0 + r < p.rows; ++r) last_pos = max(last_pos, position(q0 + r));
   for (int i = int(threadIdx.x); i < kGenericRows * D; i += int(blockDim.x)) {
     const int r = i / D, d = i - r * D;
-    qs[r][d] = q0 + r < S ? to_float(base[int64_t(q0 + r) * p.ld + h * D + d]) : 0.f;
+    qs[r][d] = q0 + r < p.rows ? to_float(base[int64_t(position(q0 + r)) * p.ld + h * D + d]) : 0.f;
   }
-  const int64_t mask_row =
-      int64_t(b) * p.mask_b + int64_t(h) * p.mask_h + int64_t(min(row, S - 1)) * p.mask_q;
+  const int64_t mask_row = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h + int64_t(pos) * p.mask_q;
 
   float o[kGenericDims] = {};
   float m = neg_inf(), l = 0.f;
   bool has_nan = false;
   int tiles = (S + 31) / 32;
-  if (p.causal) tiles = min(tiles, (min(q0 + kGenericRows, S) - 1) / 32 + 1);
+  if (p.causal) tiles = min(tiles, last_pos / 32 + 1);
   for (int t = 0; t < tiles; ++t) {
     const int k0 = t * 32;
     __syncthreads();  // the previous tile is consumed (and, first time, Q is written)
@@ -538,7 +549,7 @@ __global__ void __launch_bounds__(kGenericRows * 32) generic_kernel(CoreParams p
     float s = 0.f;
     for (int d = 0; d < D; ++d) s = fmaf(qs[warp][d], ks[lane][d], s);
     s = s * p.scale + (p.mask_type != kMaskNone ? mask_at(p, mask_row + int64_t(min(key, S - 1)) * p.mask_k) : 0.f);
-    if (key >= S || (p.causal && key > row)) s = neg_inf();
+    if (key >= S || (p.causal && key > pos)) s = neg_inf();
     has_nan |= __any_sync(0xffffffffu, s != s) != 0;
     const float m_new = fmaxf(m, warp_max(s));
     const float m_use = m_new == neg_inf() ? 0.f : m_new;
@@ -555,9 +566,9 @@ __global__ void __launch_bounds__(kGenericRows * 32) generic_kernel(CoreParams p
         if (lane + 32 * c < D) o[c] = fmaf(pv, vs[j][lane + 32 * c], o[c]);
     }
   }
-  if (row >= S) return;
+  if (row >= p.rows) return;
   const bool undefined = has_nan || m == neg_inf();
-  T* dst = static_cast<T*>(p.context) + (int64_t(b) * S + row) * p.N + h * D;
+  T* dst = static_cast<T*>(p.context) + (int64_t(b) * p.out_rows + p.out_row0 + row) * p.N + h * D;
 #pragma unroll
   for (int c = 0; c < kGenericDims; ++c)
     if (lane + 32 * c < D) dst[lane + 32 * c] = from_float<T>(undefined ? p.fill : o[c] / l);
@@ -618,6 +629,31 @@ cudaError_t launch_flash(const CoreParams& p, int64_t D, bool key_mask, int bloc
 
 bool flash_head_dim(int64_t D) { return D == 32 || D == 64 || D == 80 || D == 96 || D == 128; }
 
+// query_rows: the generic kernel over chunks of up to kAttentionQueryChunk positions (one launch
+// each; a classifier's one token is one launch of B·H CTAs).
+cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t heads, cudaStream_t stream) {
+  if (a.query_count > INT_MAX || a.query_pos == nullptr) return cudaErrorInvalidValue;
+  p.out_rows = int(a.query_count);
+  for (int64_t c0 = 0; c0 < a.query_count; c0 += kAttentionQueryChunk) {
+    p.out_row0 = int(c0);
+    p.rows = p.query_count = int(std::min<int64_t>(kAttentionQueryChunk, a.query_count - c0));
+    for (int i = 0; i < p.rows; ++i) {
+      const int64_t q = a.query_pos[c0 + i];
+      if (q < 0 || q >= a.S) return cudaErrorInvalidValue;
+      p.query_pos[i] = int(q);
+    }
+    p.qblocks = (p.rows + kGenericRows - 1) / kGenericRows;
+    if (heads * p.qblocks > INT_MAX) return cudaErrorInvalidConfiguration;
+    const unsigned grid = unsigned(heads * p.qblocks);
+    bool known = dispatch_device_float(a.dtype, [&](auto t) {
+      generic_kernel<decltype(t)><<<grid, kGenericRows * 32, 0, stream>>>(p);
+    });
+    if (!known) return cudaErrorInvalidValue;
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 }  // namespace
 
 cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t stream) {
@@ -631,7 +667,9 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
   p.mask = a.mask, p.mask_type = mask_type, p.mask_b = a.mask_b, p.mask_h = a.mask_h, p.mask_q = a.mask_q;
   p.mask_k = a.mask_k, p.scale = a.scale, p.filter = a.filter, p.scale_log2 = a.scale * kLog2e;
   p.fill = a.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN(), p.causal = a.causal;
+  p.rows = p.out_rows = p.S, p.out_row0 = 0, p.query_count = 0;
   const int64_t heads = a.B * a.H;
+  if (a.query_count > 0) return launch_query_rows(a, p, heads, stream);
   auto blocks = [&](int64_t rows) { return heads * ((a.S + rows - 1) / rows); };
   const bool half = a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;
   if (half && flash_head_dim(a.D)) {

@@ -13,10 +13,12 @@ namespace ingot::cuda {
 // Largest head size either kernel handles (the flash kernel keeps a 16-row × D block of
 // output in registers; the generic kernel stages K and V tiles of D floats in shared memory).
 constexpr int64_t kAttentionMaxHeadDim = 128;
+// Query positions one launch of the query-rows kernel takes (more are launched in chunks).
+constexpr int kAttentionQueryChunk = 16;
 
 struct AttentionCoreArgs {
   const void* qkv = nullptr;  // [B*S, 3N]: Q | K | V, head h at columns h*D of each
-  void* context = nullptr;    // [B*S, N]: heads side by side (head h at columns h*D)
+  void* context = nullptr;    // [B*Sq, N]: heads side by side (head h at columns h*D)
   int64_t B = 0, S = 0, H = 0, D = 0;
   DType dtype = DType::kFloat32;  // of qkv and context
   // Mask, read through element strides of its broadcast to [B, H, S, S] (0 on broadcast axes);
@@ -27,6 +29,10 @@ struct AttentionCoreArgs {
   float scale = 1.f, filter = 0.f;
   bool causal = false, nan_to_zero = false;
   int sm_count = 1;  // multiprocessors, to size query blocks so small batches fill the GPU
+  // ingot.Attention's query_rows: the query positions (in [0, S)) of the Sq = query_count output
+  // rows of each batch; query_count 0: every position (Sq = S).
+  const int64_t* query_pos = nullptr;
+  int64_t query_count = 0;
 };
 
 // Enqueues the core on `stream`; D <= kAttentionMaxHeadDim, dtype float32/float16/bfloat16,
