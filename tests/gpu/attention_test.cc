@@ -363,9 +363,10 @@ TEST(CudaAttention, HalfPrecisionOddHeadSize) {
   }
 }
 
-// query_rows: a classifier's one token (batch 32, 12 heads) and 20 positions (two launches of
-// the query-rows kernel) in any order with repeats and negative indices, under key masks, per-score
-// masks and causal, in every dtype.
+// query_rows: a classifier's one token (batch 32 and batch 1, 12 heads: one key warp or two per
+// CTA) and 22 positions (two launches of up to 16) in any order with repeats and negative indices,
+// under key masks (the flash kernel's query-rows instantiation in float16/bfloat16), per-score
+// masks (the generic kernel) and causal, in every dtype.
 TEST(CudaAttention, QueryRows) {
   INGOT_REQUIRE_GPU();
   std::vector<int64_t> many;
@@ -373,15 +374,21 @@ TEST(CudaAttention, QueryRows) {
   many.push_back(5), many.push_back(5);
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     const double tol = dt == DType::kFloat32 ? 1e-4 : dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
-    Case c;
-    c.B = 32, c.S = 128, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {32, 1, 1, 128};
-    c.query_rows = {0};
-    run_case(c, dt, tol, tol, padding);
+    for (int64_t B : {32, 1}) {
+      Case c;
+      c.B = B, c.S = 128, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {B, 1, 1, 128};
+      c.query_rows = {0};
+      run_case(c, dt, tol, tol, padding);
+    }
     Case d;
     d.B = 3, d.S = 130, d.E = 128, d.H = 2, d.M = 96, d.query_rows = many;
-    d.mask_kind = "bool", d.mask_shape = {3, 1, 130, 130};
+    d.mask_kind = "bool", d.mask_shape = {3, 1, 1, 130};
     run_case(d, dt, tol, tol, padding);
-    d.mask_kind = "none", d.causal = true, d.out_proj = false;
+    d.mask_shape = {3, 1, 130, 130};
+    run_case(d, dt, tol, tol, padding);
+    d.mask_kind = "add", d.mask_shape = {3, 1, 1, 130}, d.causal = true;
+    run_case(d, dt, tol, tol, padding);
+    d.mask_kind = "none", d.out_proj = false;
     run_case(d, dt, tol, tol);
   }
 }

@@ -5,7 +5,7 @@
 // [B*S, N] (heads side by side), so no transposed copies exist.
 //
 // Two kernels:
-//   flash_kernel<T, D, kKeyMask, kQB>   float16/bfloat16, D in {32, 64, 80, 96, 128}: tensor cores
+//   flash_kernel<T, D, kKeyMask, kQB, kRows>   float16/bfloat16, D in {32, 64, 80, 96, 128}: tensor cores
 //                        (mma.sync m16n8k16, fp32 accumulators; operands through ldmatrix from
 //                        shared memory filled by cp.async). Each warp owns 16 query rows.
 //                        kKeyMask: the mask varies by key alone (BERT's padding mask) or is
@@ -13,11 +13,11 @@
 //                        S, so a score costs one FMA. Otherwise each score reads its own mask
 //                        element and is bounds-checked. kQB: query blocks per CTA (2 only on
 //                        the key-mask path; a separate instantiation keeps the 1-block code as lean).
+//                        kRows: the query rows are the given positions of query_rows (ingot.Attention's
+//                        classifier token, up to 16 a launch, key-mask path, one query warp).
 //   generic_kernel<T>    any float dtype and D <= 128 (float32 engines, odd head sizes): one warp
 //                        per query row, one lane per key, plain fp32 FMAs. Correct, not fast.
-//                        It also takes the query-rows case (ingot.Attention's query_rows: a few
-//                        given query positions, a classifier's token), where a warp per row suits
-//                        better than 16-row tensor-core tiles.
+//                        Also the query-rows case in float32 and with per-score masks.
 //
 // Semantics match the CPU kernel (backends/cpu/attention.cc, attention_util.h) exactly:
 //   score = (q · k) · scale + mask  (bool mask: true adds 0, false adds `filter`), keys j > i are
@@ -58,8 +58,8 @@ struct CoreParams {
   float scale, filter, fill;  // fill: the value of a row that softmax leaves undefined
   float scale_log2;         // flash kernel: scale · log2(e) (its scores are in base 2)
   bool causal;
-  // Generic kernel: `rows` query rows per (batch, head), row i at query position query_pos[i]
-  // (i itself when query_count is 0), written to context row b * out_rows + out_row0 + i.
+  // Generic kernel and flash kRows: `rows` query rows per (batch, head), row i at query position
+  // query_pos[i] (i itself when query_count is 0), written to context row b * out_rows + out_row0 + i.
   int rows, out_rows, out_row0, query_count;
   int query_pos[kAttentionQueryChunk];
 };
@@ -246,8 +246,23 @@ constexpr int kMaxKeySplits = 2;
 // Longest sequence whose key mask a CTA stages in shared memory (16 KB of fp32).
 constexpr int kMaxStagedKeys = 4096;
 
-template <class T, int D, bool kKeyMask, int kQB>
+// Query rows at the given positions (kRows): rows [0, rows) of one head's D columns at qkv rows
+// query_pos[r] into shared memory, zeros past `rows` (up to 16 rows).
+template <int D>
+__device__ __forceinline__ void load_query_rows(uint16_t* dst, const uint16_t* src, int64_t ld, int col,
+                                                const CoreParams& p) {
+  constexpr int kChunks = D / 8, kStride = D + 8;
+  for (int c = int(threadIdx.x); c < 16 * kChunks; c += int(blockDim.x)) {
+    const int r = c / kChunks, ch = c - r * kChunks;
+    const bool valid = r < p.rows;
+    const uint16_t* s = src + int64_t(valid ? p.query_pos[r] : 0) * ld + col + ch * 8;
+    cp_async16(smem_addr(dst + r * kStride + ch * 8), s, valid);
+  }
+}
+
+template <class T, int D, bool kKeyMask, int kQB, bool kRows>
 __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
+  static_assert(!kRows || (kKeyMask && kQB == 1), "query rows run on the key-mask path, one block per CTA");
   constexpr int kStride = D + 8;  // (D/8 + 1) 16-byte chunks per row, an odd count: ldmatrix's 8 rows hit 8 distinct bank groups
   constexpr int kKSteps = D / 16, kDTiles = D / 8;
   constexpr int kTileElems = kKeyTile * kStride;
@@ -270,8 +285,12 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   const uint16_t* base = static_cast<const uint16_t*>(p.qkv) + int64_t(b) * S * p.ld;
   const int qcol = h * D, kcol = p.N + h * D, vcol = 2 * p.N + h * D;
 
+  // kRows: the rightmost query position (under causal no key beyond it is read).
+  int last_pos = 0;
+  if constexpr (kRows)
+    for (int i = 0; i < p.rows; ++i) last_pos = max(last_pos, p.query_pos[i]);
   int tiles = (S + kKeyTile - 1) / kKeyTile;
-  if (p.causal) tiles = min(tiles, (min(first_q0 + blocks * rows_per_cta, S) - 1) / kKeyTile + 1);
+  if (p.causal) tiles = min(tiles, ((kRows ? last_pos + 1 : min(first_q0 + blocks * rows_per_cta, S)) - 1) / kKeyTile + 1);
   const int rounds = KS == 1 ? tiles : (tiles + 1) >> 1;
   auto load_round = [&](int r) {  // every group's tile of round r, into buffer r % 2
     for (int j = 0; j < KS; ++j) {
@@ -282,8 +301,12 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
       load_rows<D>(kbuf + kTileElems, base, p.ld, vcol, t * kKeyTile, kKeyTile, S);
     }
   };
-  for (int blk = 0; blk < blocks; ++blk)
-    load_rows<D>(qs + blk * rows_per_cta * kStride, base, p.ld, qcol, first_q0 + blk * rows_per_cta, rows_per_cta, S);
+  if constexpr (kRows) {
+    load_query_rows<D>(qs, base, p.ld, qcol, p);
+  } else {
+    for (int blk = 0; blk < blocks; ++blk)
+      load_rows<D>(qs + blk * rows_per_cta * kStride, base, p.ld, qcol, first_q0 + blk * rows_per_cta, rows_per_cta, S);
+  }
   load_round(0);
   cp_async_commit();
   if (rounds > 1) load_round(1);
@@ -306,6 +329,10 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
     const int q0 = first_q0 + blk * rows_per_cta;
     const uint16_t* qblk = qs + blk * rows_per_cta * kStride;
     const int row0 = q0 + qwarp * 16 + g;  // this thread's rows: row0 and row0 + 8
+    // kRows: their query positions (causal compares keys with these).
+    int pos[2] = {0, 0};
+    if constexpr (kRows)
+      for (int r = 0; r < 2; ++r) pos[r] = p.query_pos[min(row0 + 8 * r, p.rows - 1)];
     int64_t mask_row[2] = {0, 0};
     if constexpr (!kKeyMask)
       for (int r = 0; r < 2; ++r)
@@ -316,7 +343,7 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
     for (int j = 0; j < kDTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f};
     uint32_t qf[kKSteps][4];
-    const int warp_last_row = q0 + qwarp * 16 + 15;
+    const int warp_last_row = kRows ? last_pos : q0 + qwarp * 16 + 15;
 
     for (int round = 0; round < rounds; ++round) {
       const int t = round * KS + group, k0 = t * kKeyTile;
@@ -364,7 +391,15 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
             s[j][0] = s[j][0] * p.scale_log2 + ka.x, s[j][1] = s[j][1] * p.scale_log2 + ka.y;
             s[j][2] = s[j][2] * p.scale_log2 + ka.x, s[j][3] = s[j][3] * p.scale_log2 + ka.y;
           }
-          if (p.causal && k0 + kKeyTile - 1 > q0 + qwarp * 16) {  // the tile reaches right of the diagonal
+          if constexpr (kRows) {
+            if (p.causal) {
+#pragma unroll
+              for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                  if (k0 + 8 * j + 2 * t4 + (e & 1) > pos[e >> 1]) s[j][e] = neg_inf();
+            }
+          } else if (p.causal && k0 + kKeyTile - 1 > q0 + qwarp * 16) {  // the tile reaches right of the diagonal
 #pragma unroll
             for (int j = 0; j < 8; ++j)
 #pragma unroll
@@ -469,21 +504,32 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
       }
     }
 
-    T* out = static_cast<T*>(p.context);
+    // The warp's 16 × D block of output goes through its own Q rows of shared memory (read into
+    // registers at round 0, free now) so that global memory sees whole 16-byte chunks of each row:
+    // the accumulator layout's 4-byte stores would fill every 32-byte sector in two halves.
+    uint16_t* stage = qs + blk * rows_per_cta * kStride + qwarp * 16 * kStride;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const float sum = quad_sum(l[r]);
       // A NaN score makes its exponential, and so the row's sum, NaN (fmaxf skips it in the max).
       const bool undefined = sum != sum || m[r] == neg_inf();
       const float inv = 1.f / sum;
-      const int row = row0 + 8 * r;
-      if (row >= S) continue;
-      T* dst = out + (int64_t(b) * S + row) * p.N + h * D + 2 * t4;
 #pragma unroll
       for (int j = 0; j < kDTiles; ++j) {
         const uint32_t v = undefined ? pack2<T>(p.fill, p.fill) : pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
-        *reinterpret_cast<uint32_t*>(dst + 8 * j) = v;
+        *reinterpret_cast<uint32_t*>(stage + (g + 8 * r) * kStride + 8 * j + 2 * t4) = v;
       }
+    }
+    __syncwarp();
+    constexpr int kChunks = D / 8;
+    const int nrows = kRows ? p.rows : S, warp_row0 = q0 + qwarp * 16;
+    uint16_t* out = static_cast<uint16_t*>(p.context) +
+                    (kRows ? int64_t(b) * p.out_rows + p.out_row0 : int64_t(b) * S) * p.N + h * D;
+    for (int c = lane; c < 16 * kChunks; c += 32) {
+      const int r = c / kChunks, ch = c - r * kChunks;
+      if (warp_row0 + r >= nrows) continue;
+      *reinterpret_cast<uint4*>(out + int64_t(warp_row0 + r) * p.N + ch * 8) =
+          *reinterpret_cast<const uint4*>(stage + r * kStride + ch * 8);
     }
   }
 }
@@ -591,31 +637,38 @@ constexpr size_t flash_smem_bytes(int D, int query_warps, int key_splits, int st
   return size_t(flash_smem_rows(query_warps, key_splits)) * size_t(D + 8) * 2 + size_t(staged_keys) * 4;
 }
 
-// Launches flash_kernel<T, D, kKeyMask, kQB> with its dynamic shared memory; the first launch of each
+// Launches flash_kernel<T, D, kKeyMask, kQB, kRows> with its dynamic shared memory; the first launch of each
 // instantiation raises the kernel's limit to the largest block's need (above the 48 KB default
 // at D 128; a function attribute, not a stream operation, so also fine during graph capture).
-template <class T, int D, bool kKeyMask, int kQB>
+template <class T, int D, bool kKeyMask, int kQB, bool kRows>
 cudaError_t launch_flash_d(const CoreParams& p, int query_warps, dim3 grid, cudaStream_t stream) {
   // The largest block launched: W·KS ≤ 4 warps with KS ≤ 2 (W 2, KS 2); two query blocks of
   // W 4 (KS 1) need fewer rows.
   static const cudaError_t raised =
-      cudaFuncSetAttribute(flash_kernel<T, D, kKeyMask, kQB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      cudaFuncSetAttribute(flash_kernel<T, D, kKeyMask, kQB, kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            int(flash_smem_bytes(D, 2, kMaxKeySplits, kKeyMask ? kMaxStagedKeys : 0)));
   if (raised != cudaSuccess) return raised;
   const int staged = kKeyMask ? (p.S + kKeyTile - 1) / kKeyTile * kKeyTile : 0;
   const size_t smem = flash_smem_bytes(D, query_warps * kQB, p.key_splits, staged);
-  flash_kernel<T, D, kKeyMask, kQB><<<grid, unsigned(32 * query_warps * p.key_splits), smem, stream>>>(p);
+  flash_kernel<T, D, kKeyMask, kQB, kRows><<<grid, unsigned(32 * query_warps * p.key_splits), smem, stream>>>(p);
   return cudaGetLastError();
 }
 
+// Which flash_kernel instantiation a launch takes.
+enum class FlashVariant { kScoreMask, kKeyMask, kKeyMaskTwoBlocks, kKeyMaskRows };
+
 template <class T>
-cudaError_t launch_flash(const CoreParams& p, int64_t D, bool key_mask, int blocks_per_cta, int query_warps,
-                         dim3 grid, cudaStream_t stream) {
+cudaError_t launch_flash(const CoreParams& p, int64_t D, FlashVariant v, int query_warps, dim3 grid,
+                         cudaStream_t stream) {
   auto go = [&](auto d) {
     constexpr int kD = decltype(d)::value;
-    if (!key_mask) return launch_flash_d<T, kD, false, 1>(p, query_warps, grid, stream);
-    return blocks_per_cta == 2 ? launch_flash_d<T, kD, true, 2>(p, query_warps, grid, stream)
-                               : launch_flash_d<T, kD, true, 1>(p, query_warps, grid, stream);
+    switch (v) {
+      case FlashVariant::kScoreMask: return launch_flash_d<T, kD, false, 1, false>(p, query_warps, grid, stream);
+      case FlashVariant::kKeyMask: return launch_flash_d<T, kD, true, 1, false>(p, query_warps, grid, stream);
+      case FlashVariant::kKeyMaskTwoBlocks: return launch_flash_d<T, kD, true, 2, false>(p, query_warps, grid, stream);
+      case FlashVariant::kKeyMaskRows: return launch_flash_d<T, kD, true, 1, true>(p, query_warps, grid, stream);
+    }
+    return cudaErrorInvalidValue;
   };
   switch (D) {
     case 32: return go(std::integral_constant<int, 32>{});
@@ -629,10 +682,19 @@ cudaError_t launch_flash(const CoreParams& p, int64_t D, bool key_mask, int bloc
 
 bool flash_head_dim(int64_t D) { return D == 32 || D == 64 || D == 80 || D == 96 || D == 128; }
 
-// query_rows: the generic kernel over chunks of up to kAttentionQueryChunk positions (one launch
-// each; a classifier's one token is one launch of B·H CTAs).
+// query_rows: chunks of up to kAttentionQueryChunk positions, one launch each (a classifier's one
+// token is one launch of B·H CTAs): the flash kernel's kRows instantiation (one query warp, the
+// keys split over two warps when B·H leaves SMs idle) for float16/bfloat16 with a key mask or none,
+// else the generic kernel.
 cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t heads, cudaStream_t stream) {
   if (a.query_count > INT_MAX || a.query_pos == nullptr) return cudaErrorInvalidValue;
+  const bool flash = (a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16) && flash_head_dim(a.D) &&
+                     a.mask_q == 0 && a.S <= kMaxStagedKeys && heads <= INT_MAX;
+  if (flash) {
+    p.query_warps_log2 = 0;
+    p.qblocks = 1;
+    p.key_splits = heads < a.sm_count && a.S > kKeyTile ? kMaxKeySplits : 1;
+  }
   p.out_rows = int(a.query_count);
   for (int64_t c0 = 0; c0 < a.query_count; c0 += kAttentionQueryChunk) {
     p.out_row0 = int(c0);
@@ -641,6 +703,14 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
       const int64_t q = a.query_pos[c0 + i];
       if (q < 0 || q >= a.S) return cudaErrorInvalidValue;
       p.query_pos[i] = int(q);
+    }
+    if (flash) {
+      const dim3 grid{unsigned(heads), 1};
+      const cudaError_t e = a.dtype == DType::kFloat16
+                                ? launch_flash<__half>(p, a.D, FlashVariant::kKeyMaskRows, 1, grid, stream)
+                                : launch_flash<__nv_bfloat16>(p, a.D, FlashVariant::kKeyMaskRows, 1, grid, stream);
+      if (e != cudaSuccess) return e;
+      continue;
     }
     p.qblocks = (p.rows + kGenericRows - 1) / kGenericRows;
     if (heads * p.qblocks > INT_MAX) return cudaErrorInvalidConfiguration;
@@ -690,8 +760,11 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
     const int64_t grid_y = (p.qblocks + per_cta - 1) / per_cta;
     if (grid_y > 65535) return cudaErrorInvalidConfiguration;  // S up to 1M
     const dim3 grid{unsigned(heads), unsigned(grid_y)};
-    return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, key_mask, per_cta, warps, grid, stream)
-                                      : launch_flash<__nv_bfloat16>(p, a.D, key_mask, per_cta, warps, grid, stream);
+    const FlashVariant v = !key_mask ? FlashVariant::kScoreMask
+                           : per_cta == 2 ? FlashVariant::kKeyMaskTwoBlocks
+                                          : FlashVariant::kKeyMask;
+    return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, v, warps, grid, stream)
+                                      : launch_flash<__nv_bfloat16>(p, a.D, v, warps, grid, stream);
   }
   if (blocks(kGenericRows) > INT_MAX) return cudaErrorInvalidConfiguration;
   p.qblocks = int((a.S + kGenericRows - 1) / kGenericRows);
