@@ -3,7 +3,12 @@
 //   Expand(X, shape)  is replaced by X, and
 //   And(X, T)         by X when T is true everywhere: a true constant (ConstantOfShape(true)
 //                     too), or GreaterOrEqual / Greater of values with a provable lower bound
-//                     (a Range with a positive step, reshaped) against a constant.
+//                     (a Range with a positive step, reshaped) against a constant, and
+//   GatherND(X, idx)  by Unsqueeze(X) when idx pairs every batch index with every key index:
+//                     X [D0, D1] and idx = Concat(Unsqueeze(Expand(arange(D0) along axis a0)),
+//                     Unsqueeze(Expand(arange(D1) along axis a1))) over the last axis, a0 < a1
+//                     (transformers 5 under torch.export reads padding[b, kv] this way), so the
+//                     gather is X itself laid out with D0 at a0 and D1 at a1.
 // transformers 5 builds BERT-style padding masks as And(q_idx >= 0, padding[b, kv_idx]) and
 // expands the result to [B, 1, S, S]; after this pass the kernel reads the [B, 1, 1, S] padding
 // mask itself, which the CUDA flash kernel stages once per (batch, head) instead of reading one
@@ -14,7 +19,9 @@
 // value itself is never rewritten, only the Attention's input, so other readers keep it.
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
+#include <vector>
 
 #include "passes/match.h"
 #include "passes/pass.h"
@@ -91,10 +98,191 @@ ValueId unwrapped(const GraphEditor& ed, ValueId m) {
   return kNoValue;
 }
 
+// v is arange(n) laid along one axis, reshaped by Unsqueeze only: returns that axis and v's rank
+// (n is checked against shapes by the caller). A Range(0, n, 1) or a constant 0, 1, ..., n - 1
+// (folding turns a Range of a fixed length into one).
+struct LaidRange {
+  int axis = 0, rank = 1;
+  ValueId value = kNoValue;
+};
+std::optional<LaidRange> laid_range(const GraphEditor& ed, ValueId v, int depth) {
+  if (v == kNoValue || depth > kMaxDepth) return std::nullopt;
+  if (const Tensor* t = ed.constant(v)) {
+    int axis = -1;
+    for (int d = 0; d < t->rank(); ++d)
+      if (t->dim(d) != 1) {
+        if (axis >= 0) return std::nullopt;
+        axis = d;
+      }
+    if (axis < 0 || (t->dtype() != DType::kInt64 && t->dtype() != DType::kInt32)) return std::nullopt;
+    for (int64_t i = 0; i < t->numel(); ++i)
+      if (t->scalar_as_double(i) != double(i)) return std::nullopt;
+    return LaidRange{axis, int(t->rank()), v};
+  }
+  const int p = ed.producer(v);
+  if (p < 0 || !ed.alive(p)) return std::nullopt;
+  const Node& n = ed.node(p);
+  if (is_op(n, "Range") && n.inputs.size() == 3) {
+    auto start = scalar_constant(ed, n.inputs[0]), step = scalar_constant(ed, n.inputs[2]);
+    if (start && step && *start == 0 && *step == 1) return LaidRange{0, 1, v};
+    return std::nullopt;
+  }
+  if (is_op(n, "Unsqueeze")) {
+    std::vector<int64_t> axes = n.attrs.get_ints("axes");
+    if (n.inputs.size() > 1) {
+      const Tensor* a = ed.constant(n.inputs[1]);
+      if (!a) return std::nullopt;
+      axes.clear();
+      for (int64_t i = 0; i < a->numel(); ++i) axes.push_back(int64_t(a->scalar_as_double(i)));
+    }
+    auto in = laid_range(ed, n.inputs[0], depth + 1);
+    if (!in || axes.empty()) return std::nullopt;
+    const int rank = in->rank + int(axes.size());
+    std::vector<bool> inserted(size_t(rank), false);
+    for (int64_t a : axes) {
+      if (a < 0) a += rank;
+      if (a < 0 || a >= rank || inserted[size_t(a)]) return std::nullopt;
+      inserted[size_t(a)] = true;
+    }
+    int axis = 0;  // the output position of input axis in->axis
+    for (int d = 0, seen = 0; d < rank; ++d) {
+      if (inserted[size_t(d)]) continue;
+      if (seen++ == in->axis) axis = d;
+    }
+    return LaidRange{axis, rank, in->value};
+  }
+  return std::nullopt;
+}
+
+// One index component of a GatherND's indices: Unsqueeze(Expand(arange laid along an axis), -1)
+// (the Expand optional). Returns the component's grid axis (in the Expand's output, of rank
+// `grid_rank`) and the arange value.
+std::optional<LaidRange> index_component(const GraphEditor& ed, ValueId u, const std::vector<ValueMeta>& metas) {
+  const int pu = ed.producer(u);
+  if (pu < 0 || !ed.alive(pu) || !is_op(ed.node(pu), "Unsqueeze")) return std::nullopt;
+  const Node& un = ed.node(pu);
+  std::vector<int64_t> axes = un.attrs.get_ints("axes");
+  if (un.inputs.size() > 1) {
+    const Tensor* a = ed.constant(un.inputs[1]);
+    if (!a || a->numel() != 1) return std::nullopt;
+    axes = {int64_t(a->scalar_as_double(0))};
+  }
+  ValueId e = un.inputs[0];
+  if (axes.size() != 1 || size_t(e) >= metas.size() || !metas[size_t(e)].known) return std::nullopt;
+  const int grid_rank = int(metas[size_t(e)].shape.size());
+  if (axes[0] != -1 && axes[0] != grid_rank) return std::nullopt;  // a new last axis
+  ValueId v = e;
+  const int pe = ed.producer(e);
+  if (pe >= 0 && ed.alive(pe) && is_op(ed.node(pe), "Expand")) v = ed.node(pe).inputs[0];
+  auto r = laid_range(ed, v, 0);
+  if (!r || r->rank > grid_rank) return std::nullopt;
+  r->axis += grid_rank - r->rank;  // Expand aligns shapes from the right
+  r->rank = grid_rank;
+  return r;
+}
+
+// For GatherND(X, idx) that reads X[i, j] at grid position (.., i at a0, .., j at a1, ..): the
+// Unsqueeze axes that lay X out the same way; nullopt otherwise. At every probe the aranges must
+// span X's dims, and at one of them X's two dims must differ (so neither arange could be the
+// other's length by coincidence).
+std::optional<std::vector<int64_t>> identity_gather_axes(const GraphEditor& ed, const Node& g,
+                                                         const std::vector<const std::vector<ValueMeta>*>& probes) {
+  if (!is_op(g, "GatherND") || g.inputs.size() != 2 || g.attrs.get_int("batch_dims", 0) != 0) return std::nullopt;
+  const int pc = ed.producer(g.inputs[1]);
+  if (pc < 0 || !ed.alive(pc) || !is_op(ed.node(pc), "Concat") || ed.node(pc).inputs.size() != 2) return std::nullopt;
+  const Node& cat = ed.node(pc);
+  std::optional<LaidRange> parts[2];
+  for (int k = 0; k < 2; ++k) {
+    parts[k] = index_component(ed, cat.inputs[size_t(k)], *probes[0]);
+    if (!parts[k]) return std::nullopt;
+  }
+  const int rank = parts[0]->rank;
+  const int64_t cat_axis = cat.attrs.get_int("axis", 0);
+  if (parts[1]->rank != rank || (cat_axis != -1 && cat_axis != rank) || parts[0]->axis >= parts[1]->axis) return std::nullopt;
+  bool told_apart = false;
+  for (const auto* metas : probes) {
+    auto shape = [&](ValueId v) -> const Shape* {
+      return size_t(v) < metas->size() && (*metas)[size_t(v)].known ? &(*metas)[size_t(v)].shape : nullptr;
+    };
+    const Shape* x = shape(g.inputs[0]);
+    if (!x || x->size() != 2) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      const Shape* r = shape(parts[k]->value);
+      int64_t n = 1;
+      if (!r) return std::nullopt;
+      for (int64_t d : *r) n *= d;
+      if (n != (*x)[size_t(k)]) return std::nullopt;
+    }
+    told_apart |= (*x)[0] != (*x)[1];
+  }
+  if (!told_apart) return std::nullopt;
+  std::vector<int64_t> axes;
+  for (int d = 0; d < rank; ++d)
+    if (d != parts[0]->axis && d != parts[1]->axis) axes.push_back(d);
+  return axes;
+}
+
+// What identity_gather() learned in one run of the pass: the Unsqueeze made for each gathered
+// mask (shared by every Attention reading it) and the shapes it checks them at (computed once):
+// those of every input binding the engine serves (its profiles' corners) or, with none, the
+// declared shapes (unbound dims at 1) and the distinct-size probe. The probe alone may give two inputs that share a dim in every real call
+// different sizes (torch.export names the batch of input_ids and attention_mask apart), which
+// only makes the check refuse.
+struct GatherRewrites {
+  std::map<ValueId, ValueId> laid;
+  std::optional<std::vector<std::vector<ValueMeta>>> probes;
+};
+
+// An Unsqueeze of X standing for mask = GatherND(X, idx) (identity_gather_axes); kNoValue when
+// mask is no such gather.
+ValueId identity_gather(const Model& model, PassContext& ctx, GraphEditor& ed, ValueId mask, GatherRewrites& done) {
+  const int p = ed.producer(mask);
+  if (p < 0 || !ed.alive(p) || !is_op(ed.node(p), "GatherND")) return kNoValue;
+  if (auto it = done.laid.find(mask); it != done.laid.end()) return it->second;
+  if (!done.probes) {
+    done.probes.emplace();
+    for (const ShapeBinding& b : ctx.bindings()) {
+      auto m = infer_with(model, b);
+      if (!m) return kNoValue;
+      done.probes->push_back(std::move(*m));
+    }
+    if (ctx.bindings().empty()) {  // static inputs (exact), else unbound dims at 1 and the probe
+      if (const auto* m0 = ctx.metas(model)) done.probes->push_back(*m0);
+      if (auto d = infer_distinct(model, ctx.bindings())) done.probes->push_back(std::move(*d));
+    }
+  }
+  std::vector<const std::vector<ValueMeta>*> probes;
+  for (const auto& m : *done.probes) probes.push_back(&m);
+  if (probes.empty()) return kNoValue;
+  const Node g = ed.node(p);
+  auto axes = identity_gather_axes(ed, g, probes);
+  if (!axes) return kNoValue;
+  Node un;
+  un.op_type = "Unsqueeze";
+  un.name = g.name + "/as_laid_out";
+  un.inputs = {g.inputs[0]};
+  auto opset = model.opsets.find("");
+  if (opset != model.opsets.end() && opset->second < 13) {
+    Attribute a;
+    a.kind = Attribute::Kind::kInts, a.ints = *axes;
+    un.attrs.set("axes", a);
+  } else {
+    Tensor a(DType::kInt64, {int64_t(axes->size())});
+    for (size_t i = 0; i < axes->size(); ++i) a.data<int64_t>()[i] = (*axes)[i];
+    un.inputs.push_back(ed.add_initializer(un.name + "/axes", std::move(a)));
+  }
+  const ValueId out = ed.graph().add_value(un.name, ed.graph().value(g.inputs[0]).dtype);
+  un.outputs = {out};
+  ed.add_node(std::move(un));
+  done.laid[mask] = out;
+  return out;
+}
+
 class SimplifyAttentionMask : public Pass {
  public:
   Expected<int> run(Model& model, PassContext& ctx) const override {
     GraphEditor ed(model.graph);
+    GatherRewrites gathers;
     int rewrites = 0;
     const int count = ed.num_nodes();
     for (int i = 0; i < count; ++i) {
@@ -104,6 +292,7 @@ class SimplifyAttentionMask : public Pass {
       ValueId mask = original;
       int steps = 0;
       for (ValueId x; mask != kNoValue && steps < kMaxDepth && (x = unwrapped(ed, mask)) != kNoValue; ++steps) mask = x;
+      if (ValueId laid = identity_gather(model, ctx, ed, mask, gathers); laid != kNoValue) mask = laid, ++steps;
       if (mask == original) continue;
       // The editor indexes readers per value: the node is re-added with its new input.
       Node rewired = ed.node(i);
@@ -111,7 +300,7 @@ class SimplifyAttentionMask : public Pass {
       ed.remove_node(i);
       ed.add_node(std::move(rewired));
       ctx.note("attention mask '" + ed.graph().value(original).name + "' read as '" + ed.graph().value(mask).name +
-               "' (" + std::to_string(steps) + " broadcast" + (steps == 1 ? "" : "s") + " left to the kernel)");
+               "' (" + std::to_string(steps) + " broadcasting op" + (steps == 1 ? "" : "s") + " left to the kernel)");
       ++rewrites;
     }
     ed.commit();

@@ -1,8 +1,10 @@
 // simplify_attention_mask: ingot.Attention reads its mask before the Expand and the And with an
 // always-true term (transformers 5's `q_idx >= 0`) that broadcast it to [B, 1, S, S]; outputs
 // do not change; a term that is not provably true (a Range from -1, a strict comparison at the
-// bound) keeps the And; every BERT-style fixture of both exporters ends with a padding mask
-// that does not vary by query.
+// bound) keeps the And; a GatherND that reads pad[b, k] over a (batch, key) index grid (torch.export's
+// transformers 5 masks) becomes pad laid out by an Unsqueeze, and one whose grid is not exactly
+// that stays; every BERT-style fixture of both exporters ends with a padding mask that does not
+// vary by query.
 #include <gtest/gtest.h>
 
 #include "../ops/graph_builder.h"
@@ -96,6 +98,65 @@ TEST(SimplifyAttentionMask, KeepsTermsNotProvablyTrue) {
     std::string read;
     run(masked_attention(start, cmp), EngineOptions{}, &read);
     EXPECT_EQ(read, "both") << start << " " << cmp;  // the Expand goes, the And stays
+  }
+}
+
+// Attention whose mask is GatherND(pad, idx) over the grid [B, 1, 1, S] of (batch, key) pairs,
+// built as torch.export writes transformers 5's padding mask: the batch index Range(0, B)
+// unsqueezed to [B, 1, 1, 1], the key index Range(key_start, key_start + S) to [1, 1, 1, S]
+// (`swap`: the two components in the other order, so the gather transposes).
+Model gathered_mask_attention(int64_t key_start, bool swap) {
+  GraphBuilder b("test:simplify_attention_mask_gather");
+  ValueId x = b.input("X", DType::kFloat32, {B, S, E});
+  ValueId pad = b.input("pad", DType::kBool, {B, S});
+  ValueId shape = b.node("Shape", {x}, "x_shape");
+  ValueId zero = b.constant("zero", int64_scalar(0)), step = b.constant("step", int64_scalar(1));
+  ValueId nb = b.node("Gather", {shape, b.constant("axis0", int64_scalar(0))}, "nb");
+  ValueId ns = b.node("Gather", {shape, b.constant("axis1", int64_scalar(1))}, "ns");
+  ValueId ks = b.constant("key_start", int64_scalar(key_start));
+  ValueId bi = b.node("Unsqueeze", {b.node("Range", {zero, nb, step}, "b_idx"), b.constant("b_axes", int64_vector({1, 2, 3}))}, "b_idx4");
+  ValueId ki = b.node("Unsqueeze", {b.node("Range", {ks, b.node("Add", {ns, ks}, "k_end"), step}, "k_idx"),
+                                    b.constant("k_axes", int64_vector({0, 1, 2}))},
+                      "k_idx4");
+  ValueId grid = b.node("Shape", {b.node("Max", {bi, ki}, "grid_max")}, "grid");
+  ValueId last = b.constant("last", int64_vector({-1}));
+  ValueId bcol = b.node("Unsqueeze", {b.node("Expand", {bi, grid}, "b_grid"), last}, "b_col");
+  ValueId kcol = b.node("Unsqueeze", {b.node("Expand", {ki, grid}, "k_grid"), last}, "k_col");
+  Attributes cat;
+  cat.set("axis", int_attr(-1));
+  ValueId idx = swap ? b.node("Concat", {kcol, bcol}, "idx", cat) : b.node("Concat", {bcol, kcol}, "idx", cat);
+  ValueId mask = b.node("GatherND", {pad, idx}, "mask");
+  Attributes a;
+  a.set("num_heads", int_attr(2));
+  a.set("scale", float_attr(0.5f));
+  a.set("mask_kind", string_attr("bool"));
+  b.output(b.node("Attention",
+                  {x, b.constant("W_qkv", random_tensor({E, 3 * E}, 1)), b.constant("b_qkv", random_tensor({3 * E}, 2)), mask,
+                   b.constant("W_out", random_tensor({E, E}, 3)), b.constant("b_out", random_tensor({E}, 4))},
+                  a, "ingot"));
+  return b.m;
+}
+
+TEST(SimplifyAttentionMask, ReadsAGatheredPaddingMaskLaidOut) {
+  const Model m = gathered_mask_attention(0, false);
+  EngineOptions off;
+  off.disabled_passes = {"simplify_attention_mask"};
+  std::string kept, simplified;
+  const Tensor ref = run(m, off, &kept);
+  const Tensor got = run(m, EngineOptions{}, &simplified);
+  EXPECT_EQ(kept, "mask");
+  EXPECT_EQ(simplified, "mask_node/as_laid_out");
+  ASSERT_TRUE(ref.defined() && got.defined());
+  EXPECT_LT(max_abs_diff(got, ref), 1e-6);
+}
+
+TEST(SimplifyAttentionMask, KeepsGathersThatAreNotTheLayout) {
+  // Keys from 1: pad[b, k + 1], a shifted read. Batch and key components swapped: pad[k, b], a
+  // transposing read. Neither is the layout (both would index past pad: the test only builds them).
+  for (auto [key_start, swap] : {std::pair<int64_t, bool>{1, false}, {0, true}}) {
+    auto e = Engine::from_model(gathered_mask_attention(key_start, swap), EngineOptions{});
+    ASSERT_TRUE(e.has_value()) << e.status().message();
+    EXPECT_EQ(mask_read(**e), "mask") << key_start << " " << swap;
   }
 }
 
