@@ -29,6 +29,11 @@ Expected<AttentionAttrs> parse_attention_attrs(const Node& node);
 // The output's query positions for sequence length S: query_rows resolved into [0, S), or every
 // position when query_rows is empty. An index outside [-S, S) is an error naming it.
 Expected<std::vector<int64_t>> attention_query_positions(const AttentionAttrs& a, int64_t S);
+// Dtypes a mask_kind "bool" mask may have: bool, or an integer type read as "nonzero = attend"
+// (simplify_attention_mask hands the op an int64 attention_mask instead of its Cast to bool).
+inline bool attention_bool_mask_dtype(DType t) {
+  return t == DType::kBool || t == DType::kInt64 || t == DType::kInt32 || t == DType::kInt8 || t == DType::kUInt8;
+}
 // Output rows per batch: query_rows' count, or S.
 inline int64_t attention_query_count(const AttentionAttrs& a, int64_t S) {
   return a.query_rows.empty() ? S : int64_t(a.query_rows.size());

@@ -9,6 +9,9 @@
 //                     Unsqueeze(Expand(arange(D1) along axis a1))) over the last axis, a0 < a1
 //                     (transformers 5 under torch.export reads padding[b, kv] this way), so the
 //                     gather is X itself laid out with D0 at a0 and D1 at a1.
+// A boolean mask (mask_kind bool) that is Cast(X, to=bool) of an integer X, directly or under such
+// a gather, is read as X: the kernels read integer masks as "nonzero = attend", so the Cast (one
+// more kernel on the GPU) goes too.
 // transformers 5 builds BERT-style padding masks as And(q_idx >= 0, padding[b, kv_idx]) and
 // expands the result to [B, 1, S, S]; after this pass the kernel reads the [B, 1, 1, S] padding
 // mask itself, which the CUDA flash kernel stages once per (batch, head) instead of reading one
@@ -21,8 +24,10 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
+#include "ir/attention_attrs.h"
 #include "passes/match.h"
 #include "passes/pass.h"
 
@@ -222,6 +227,15 @@ std::optional<std::vector<int64_t>> identity_gather_axes(const GraphEditor& ed, 
   return axes;
 }
 
+// X for Cast(X, to=bool) of an integer X (the kernels read it as the Cast would); else v.
+ValueId uncast(const GraphEditor& ed, ValueId v) {
+  const int p = ed.producer(v);
+  if (p < 0 || !ed.alive(p) || !is_op(ed.node(p), "Cast") || ed.node(p).inputs.size() != 1) return v;
+  if (ed.node(p).attrs.get_int("to", 0) != int64_t(DType::kBool)) return v;
+  const ValueId x = ed.node(p).inputs[0];
+  return attention_bool_mask_dtype(ed.graph().value(x).dtype) && ed.graph().value(x).dtype != DType::kBool ? x : v;
+}
+
 // What identity_gather() learned in one run of the pass: the Unsqueeze made for each gathered
 // mask (shared by every Attention reading it) and the shapes it checks them at (computed once):
 // those of every input binding the engine serves (its profiles' corners) or, with none, the
@@ -229,16 +243,17 @@ std::optional<std::vector<int64_t>> identity_gather_axes(const GraphEditor& ed, 
 // different sizes (torch.export names the batch of input_ids and attention_mask apart), which
 // only makes the check refuse.
 struct GatherRewrites {
-  std::map<ValueId, ValueId> laid;
+  std::map<std::pair<ValueId, bool>, ValueId> laid;  // by (gathered mask, Cast bypassed)
   std::optional<std::vector<std::vector<ValueMeta>>> probes;
 };
 
-// An Unsqueeze of X standing for mask = GatherND(X, idx) (identity_gather_axes); kNoValue when
-// mask is no such gather.
-ValueId identity_gather(const Model& model, PassContext& ctx, GraphEditor& ed, ValueId mask, GatherRewrites& done) {
+// An Unsqueeze of X standing for mask = GatherND(X, idx) (identity_gather_axes), of X's integer
+// source when X is its Cast to bool and `bool_kind` allows; kNoValue when mask is no such gather.
+ValueId identity_gather(const Model& model, PassContext& ctx, GraphEditor& ed, ValueId mask, bool bool_kind,
+                        GatherRewrites& done) {
   const int p = ed.producer(mask);
   if (p < 0 || !ed.alive(p) || !is_op(ed.node(p), "GatherND")) return kNoValue;
-  if (auto it = done.laid.find(mask); it != done.laid.end()) return it->second;
+  if (auto it = done.laid.find({mask, bool_kind}); it != done.laid.end()) return it->second;
   if (!done.probes) {
     done.probes.emplace();
     for (const ShapeBinding& b : ctx.bindings()) {
@@ -260,7 +275,8 @@ ValueId identity_gather(const Model& model, PassContext& ctx, GraphEditor& ed, V
   Node un;
   un.op_type = "Unsqueeze";
   un.name = g.name + "/as_laid_out";
-  un.inputs = {g.inputs[0]};
+  const ValueId data = bool_kind ? uncast(ed, g.inputs[0]) : g.inputs[0];
+  un.inputs = {data};
   auto opset = model.opsets.find("");
   if (opset != model.opsets.end() && opset->second < 13) {
     Attribute a;
@@ -271,10 +287,10 @@ ValueId identity_gather(const Model& model, PassContext& ctx, GraphEditor& ed, V
     for (size_t i = 0; i < axes->size(); ++i) a.data<int64_t>()[i] = (*axes)[i];
     un.inputs.push_back(ed.add_initializer(un.name + "/axes", std::move(a)));
   }
-  const ValueId out = ed.graph().add_value(un.name, ed.graph().value(g.inputs[0]).dtype);
+  const ValueId out = ed.graph().add_value(un.name, ed.graph().value(data).dtype);
   un.outputs = {out};
   ed.add_node(std::move(un));
-  done.laid[mask] = out;
+  done.laid[{mask, bool_kind}] = out;
   return out;
 }
 
@@ -292,7 +308,9 @@ class SimplifyAttentionMask : public Pass {
       ValueId mask = original;
       int steps = 0;
       for (ValueId x; mask != kNoValue && steps < kMaxDepth && (x = unwrapped(ed, mask)) != kNoValue; ++steps) mask = x;
-      if (ValueId laid = identity_gather(model, ctx, ed, mask, gathers); laid != kNoValue) mask = laid, ++steps;
+      const bool bool_kind = ed.node(i).attrs.get_string("mask_kind", "none") == "bool";
+      if (ValueId laid = identity_gather(model, ctx, ed, mask, bool_kind, gathers); laid != kNoValue) mask = laid, ++steps;
+      if (ValueId x = bool_kind ? uncast(ed, mask) : mask; x != mask) mask = x, ++steps;
       if (mask == original) continue;
       // The editor indexes readers per value: the node is re-added with its new input.
       Node rewired = ed.node(i);

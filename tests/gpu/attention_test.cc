@@ -28,11 +28,13 @@ struct Case {
   float scale = 0.125f;
   float filter = -std::numeric_limits<float>::infinity();
   std::vector<int64_t> query_rows;  // the query_rows attribute (empty: absent)
+  DType int_mask = DType::kUndefined;  // mask_kind bool: an integer mask of this dtype (0 / 3) instead of bool
   std::string what() const {
     return "B" + std::to_string(B) + " S" + std::to_string(S) + " E" + std::to_string(E) + " H" + std::to_string(H) +
            " mask " + mask_kind + " " + shape_str(mask_shape) + (causal ? " causal" : "") +
            (nan_to_zero ? " nan_to_zero" : "") + (out_proj ? " W_out" : "") + (biases ? " biases" : "") +
-           (query_rows.empty() ? "" : " query_rows " + std::to_string(query_rows.size()));
+           (query_rows.empty() ? "" : " query_rows " + std::to_string(query_rows.size())) +
+           (int_mask == DType::kUndefined ? "" : " mask " + dtype_name(int_mask));
   }
 };
 
@@ -118,7 +120,7 @@ void run_case(const Case& c, DType dt, double atol, double rtol, const MaskFill&
     if (c.biases) w["b_out"] = random_of(dt, {c.M}, 4, -0.5, 0.5);
   }
   std::map<std::string, Tensor> feeds{{"X", random_of(dt, {c.B, c.S, c.E}, 5)}};
-  const DType mask_dt = c.mask_kind == "bool" ? DType::kBool : dt;
+  const DType mask_dt = c.mask_kind != "bool" ? dt : c.int_mask == DType::kUndefined ? DType::kBool : c.int_mask;
   if (c.mask_kind != "none") {
     Tensor noise = random_of(DType::kFloat32, c.mask_shape, 6, -0.5, 0.5);
     Tensor mask(mask_dt, c.mask_shape);
@@ -127,6 +129,8 @@ void run_case(const Case& c, DType dt, double atol, double rtol, const MaskFill&
       const float v = k ? noise.data<float>()[i] : add_masked;
       switch (mask_dt) {
         case DType::kBool: mask.data<bool>()[i] = k; break;
+        case DType::kInt64: mask.data<int64_t>()[i] = k ? 3 : 0; break;
+        case DType::kInt32: mask.data<int32_t>()[i] = k ? 3 : 0; break;
         case DType::kFloat32: mask.data<float>()[i] = v; break;
         case DType::kFloat16: mask.data<float16>()[i] = float16(v); break;
         default: mask.data<bfloat16>()[i] = bfloat16(v); break;
@@ -137,9 +141,9 @@ void run_case(const Case& c, DType dt, double atol, double rtol, const MaskFill&
 
   std::map<std::string, Tensor> w32, feeds32;
   for (auto& [k, v] : w) w32[k] = as_f32(v);
-  for (auto& [k, v] : feeds) feeds32[k] = v.dtype() == DType::kBool ? v : as_f32(v);
-  auto ref = run_model_on(attention_model(c, w32, DType::kFloat32, mask_dt == DType::kBool ? mask_dt : DType::kFloat32),
-                          feeds32, "cpu");
+  const bool float_mask = c.mask_kind == "add";
+  for (auto& [k, v] : feeds) feeds32[k] = k == "mask" && !float_mask ? v : as_f32(v);
+  auto ref = run_model_on(attention_model(c, w32, DType::kFloat32, float_mask ? DType::kFloat32 : mask_dt), feeds32, "cpu");
   auto got = run_model_on(attention_model(c, w, dt, mask_dt), feeds, "cuda");
   ASSERT_EQ(ref.size(), 1u);
   ASSERT_EQ(got.size(), 1u);
@@ -390,6 +394,23 @@ TEST(CudaAttention, QueryRows) {
     run_case(d, dt, tol, tol, padding);
     d.mask_kind = "none", d.out_proj = false;
     run_case(d, dt, tol, tol);
+  }
+}
+
+// Integer masks under mask_kind bool (simplify_attention_mask hands the op attention_mask itself):
+// nonzero attends, as the Cast to bool it replaces; int64 and int32, key masks (staged) and
+// per-score masks, both flash paths and the generic kernel (float32).
+TEST(CudaAttention, IntegerBoolMasks) {
+  INGOT_REQUIRE_GPU();
+  for (DType mt : {DType::kInt64, DType::kInt32}) {
+    for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      const double tol = dt == DType::kFloat32 ? 1e-4 : dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+      Case c;
+      c.B = 3, c.S = 70, c.mask_kind = "bool", c.mask_shape = {3, 1, 1, 70}, c.int_mask = mt;
+      run_case(c, dt, tol, tol, padding);
+      c.mask_shape = {3, 1, 70, 70};
+      run_case(c, dt, tol, tol, padding);
+    }
   }
 }
 

@@ -341,6 +341,34 @@ TEST(FuseAttention, KernelQueryRows) {
   });
 }
 
+// mask_kind bool over an integer mask (attention_mask without its Cast to bool): nonzero attends,
+// exactly as the bool mask.
+TEST(FuseAttention, KernelIntegerBoolMask) {
+  Case c;
+  c.S = 9, c.mask_kind = "bool", c.mask_shape = {c.B, 1, 1, c.S};
+  std::mt19937 rng(3);
+  std::map<std::string, Tensor> w{{"W_qkv", random({c.E, 3 * c.E}, rng)}, {"b_qkv", random({3 * c.E}, rng)},
+                                  {"W_out", random({c.E, c.M}, rng)}, {"b_out", random({c.M}, rng)}};
+  const Tensor x = random({c.B, c.S, c.E}, rng);
+  Tensor as_bool(DType::kBool, c.mask_shape), as_int(DType::kInt64, c.mask_shape);
+  for (int64_t i = 0; i < as_bool.numel(); ++i) {
+    as_bool.data<bool>()[i] = i % c.S < c.S - 3 * (i / c.S);
+    as_int.data<int64_t>()[i] = as_bool.data<bool>()[i] ? -5 : 0;
+  }
+  EngineOptions opts;
+  opts.optimize = false;
+  std::vector<Tensor> outs;
+  for (const Tensor& m : {as_bool, as_int}) {
+    auto e = Engine::from_model(attention_model(c, w, m.dtype()), opts);
+    ASSERT_TRUE(e.has_value()) << e.status().message();
+    auto r = (*e)->create_context()->run({{"X", x}, {"mask", m}});
+    ASSERT_TRUE(r.has_value()) << r.status().message();
+    outs.push_back((*r)[0].tensor);
+  }
+  ASSERT_EQ(outs[0].numel(), outs[1].numel());
+  for (int64_t i = 0; i < outs[0].numel(); ++i) EXPECT_EQ(outs[0].data<float>()[i], outs[1].data<float>()[i]) << i;
+}
+
 TEST(FuseAttention, KernelRejectsBadInputs) {
   std::mt19937 rng(1);
   Case c;

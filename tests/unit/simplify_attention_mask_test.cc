@@ -3,7 +3,7 @@
 // do not change; a term that is not provably true (a Range from -1, a strict comparison at the
 // bound) keeps the And; a GatherND that reads pad[b, k] over a (batch, key) index grid (torch.export's
 // transformers 5 masks) becomes pad laid out by an Unsqueeze, and one whose grid is not exactly
-// that stays; every BERT-style fixture of both exporters ends with a padding mask that does not
+// that stays; a Cast of an integer mask to bool is read through; every BERT-style fixture of both exporters ends with a padding mask that does not
 // vary by query.
 #include <gtest/gtest.h>
 
@@ -69,12 +69,18 @@ std::string mask_read(const Engine& e) {
   return "";
 }
 
-Tensor run(const Model& m, const EngineOptions& o, std::string* mask_name = nullptr) {
+Tensor run(const Model& m, const EngineOptions& o, std::string* mask_name = nullptr, bool int_pad = false) {
   auto e = Engine::from_model(m, o);
   EXPECT_TRUE(e.has_value()) << e.status().message();
   if (!e) return {};
   if (mask_name) *mask_name = mask_read(**e);
-  auto out = (*e)->create_context()->run(feeds());
+  auto in = feeds();
+  if (int_pad) {  // 0 / 7 for false / true: any nonzero attends
+    Tensor p(DType::kInt64, {B, S});
+    for (int64_t i = 0; i < B * S; ++i) p.data<int64_t>()[i] = in["pad"].data<bool>()[i] ? 7 : 0;
+    in["pad"] = p;
+  }
+  auto out = (*e)->create_context()->run(in);
   EXPECT_TRUE(out.has_value()) << out.status().message();
   return out ? (*out)[0].tensor : Tensor();
 }
@@ -104,11 +110,17 @@ TEST(SimplifyAttentionMask, KeepsTermsNotProvablyTrue) {
 // Attention whose mask is GatherND(pad, idx) over the grid [B, 1, 1, S] of (batch, key) pairs,
 // built as torch.export writes transformers 5's padding mask: the batch index Range(0, B)
 // unsqueezed to [B, 1, 1, 1], the key index Range(key_start, key_start + S) to [1, 1, 1, S]
-// (`swap`: the two components in the other order, so the gather transposes).
-Model gathered_mask_attention(int64_t key_start, bool swap) {
+// (`swap`: the two components in the other order, so the gather transposes). `int_pad`: pad is
+// an int64 input cast to bool first, as attention_mask is.
+Model gathered_mask_attention(int64_t key_start, bool swap, bool int_pad = false) {
   GraphBuilder b("test:simplify_attention_mask_gather");
   ValueId x = b.input("X", DType::kFloat32, {B, S, E});
-  ValueId pad = b.input("pad", DType::kBool, {B, S});
+  ValueId pad = b.input("pad", int_pad ? DType::kInt64 : DType::kBool, {B, S});
+  if (int_pad) {
+    Attributes to;
+    to.set("to", int_attr(int64_t(DType::kBool)));
+    pad = b.node("Cast", {pad}, "pad_bool", to);
+  }
   ValueId shape = b.node("Shape", {x}, "x_shape");
   ValueId zero = b.constant("zero", int64_scalar(0)), step = b.constant("step", int64_scalar(1));
   ValueId nb = b.node("Gather", {shape, b.constant("axis0", int64_scalar(0))}, "nb");
@@ -146,6 +158,25 @@ TEST(SimplifyAttentionMask, ReadsAGatheredPaddingMaskLaidOut) {
   const Tensor got = run(m, EngineOptions{}, &simplified);
   EXPECT_EQ(kept, "mask");
   EXPECT_EQ(simplified, "mask_node/as_laid_out");
+  ASSERT_TRUE(ref.defined() && got.defined());
+  EXPECT_LT(max_abs_diff(got, ref), 1e-6);
+}
+
+// The same over an int64 pad cast to bool: the Attention reads the int64 values themselves.
+TEST(SimplifyAttentionMask, ReadsAnIntegerMaskWithoutItsCast) {
+  const Model m = gathered_mask_attention(0, false, true);
+  EngineOptions off;
+  off.disabled_passes = {"simplify_attention_mask"};
+  std::string kept, simplified;
+  const Tensor ref = run(m, off, &kept, true);
+  auto e = Engine::from_model(m, EngineOptions{});
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  const Tensor got = run(m, EngineOptions{}, &simplified, true);
+  EXPECT_EQ(simplified, "mask_node/as_laid_out");
+  for (const Node& n : (*e)->model().graph.nodes) {
+    EXPECT_NE(n.op_type, "Cast");
+    if (n.op_type == "Unsqueeze") EXPECT_EQ((*e)->model().graph.value(n.inputs[0]).name, "pad");
+  }
   ASSERT_TRUE(ref.defined() && got.defined());
   EXPECT_LT(max_abs_diff(got, ref), 1e-6);
 }

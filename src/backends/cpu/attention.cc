@@ -6,7 +6,8 @@
 //            2 b_qkv  [3N]        optional (absent: no bias)
 //            3 mask   optional; broadcastable (numpy rules) to [B, num_heads, S, S]
 //                     mask_kind "add":  float, added to the scaled scores
-//                     mask_kind "bool": bool, true = attend; false adds mask_filter_value
+//                     mask_kind "bool": bool, true = attend; false adds mask_filter_value (or an
+//                                       integer type: nonzero = true, as Cast to bool reads it)
 //            4 W_out  [N, M]      optional output projection (absent: the output is the context)
 //            5 b_out  [M]         optional
 //   attrs    num_heads (int, divides N), scale (float, multiplies Q·Kᵀ), causal (0/1: key j > query
@@ -144,6 +145,14 @@ bool has_avx512() {
   return cpu && !std::getenv("INGOT_ATTENTION_NO_AVX512");
 }
 
+// A bool mask as bool: integer masks become "nonzero" (the Cast to bool they stand for).
+Tensor as_bool(const Tensor& m) {
+  if (m.dtype() == DType::kBool) return m;
+  Tensor b(DType::kBool, m.shape());
+  for (int64_t i = 0; i < m.numel(); ++i) b.data<bool>()[i] = m.scalar_as_double(i) != 0;
+  return b;
+}
+
 std::unique_ptr<float[]> uninit(int64_t n) { return std::unique_ptr<float[]>(new float[size_t(std::max<int64_t>(n, 1))]); }
 
 class AttentionKernel : public OpKernel {
@@ -191,9 +200,10 @@ class AttentionKernel : public OpKernel {
     if (attrs_.mask_kind != AttentionMaskKind::kNone) {
       if (!ctx.has_input(kMask)) return invalid_model("mask_kind is set but input 3 (mask) is absent");
       DType mt = ctx.input_dtype(kMask);
-      if (attrs_.mask_kind == AttentionMaskKind::kBool ? mt != DType::kBool : !dtype_is_float(mt))
+      if (attrs_.mask_kind == AttentionMaskKind::kBool ? !attention_bool_mask_dtype(mt) : !dtype_is_float(mt))
         return invalid_argument("input 3 (mask) has dtype " + dtype_name(mt) + "; mask_kind " +
-                                (attrs_.mask_kind == AttentionMaskKind::kBool ? "bool needs bool" : "add needs a float type"));
+                                (attrs_.mask_kind == AttentionMaskKind::kBool ? "bool needs bool or an integer type"
+                                                                              : "add needs a float type"));
       INGOT_RETURN_IF_ERROR(mask_strides(ctx.input_shape(kMask), d).status());
     }
     INGOT_RETURN_IF_ERROR(attention_query_positions(attrs_, d.S).status());
@@ -283,7 +293,7 @@ class AttentionKernel : public OpKernel {
     MaskStrides ms;
     if (attrs_.mask_kind != AttentionMaskKind::kNone) {
       INGOT_ASSIGN_OR_RETURN(ms, mask_strides(ctx.input(kMask).shape(), d));
-      mask = attrs_.mask_kind == AttentionMaskKind::kAdd ? to_f32(ctx.input(kMask)) : ctx.input(kMask);
+      mask = attrs_.mask_kind == AttentionMaskKind::kAdd ? to_f32(ctx.input(kMask)) : as_bool(ctx.input(kMask));
     }
     heads(d, qkv.get(), mask, ms, attrs_.query_rows.empty() ? nullptr : qpos.data(), Sq, context);
 

@@ -41,7 +41,7 @@ class AttentionKernel : public CudaKernel {
       if (present(i) && in[size_t(i)].dtype != t) return "input " + std::to_string(i) + " dtype differs from X";
     if (present(kMask)) {
       DType mt = in[kMask].dtype;
-      if (attrs_.mask_kind == AttentionMaskKind::kBool ? mt != DType::kBool : !is_device_float(mt))
+      if (attrs_.mask_kind == AttentionMaskKind::kBool ? !attention_bool_mask_dtype(mt) : !is_device_float(mt))
         return "mask dtype " + dtype_name(mt);
     }
     const Shape& x = in[kX].shape;

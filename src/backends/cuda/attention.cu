@@ -43,7 +43,9 @@
 namespace ingot::cuda {
 namespace {
 
-enum MaskType : int { kMaskNone, kMaskBool, kMaskF32, kMaskF16, kMaskBF16 };
+// kMaskBool: one byte, nonzero = attend (bool, int8, uint8); kMaskI32/I64 likewise for wider
+// integers (an int64 attention_mask read without its Cast to bool).
+enum MaskType : int { kMaskNone, kMaskBool, kMaskF32, kMaskF16, kMaskBF16, kMaskI32, kMaskI64 };
 
 struct CoreParams {
   const void* qkv;
@@ -88,6 +90,12 @@ template <class M> __device__ __forceinline__ float mask_add(const void* mask, i
 template <> __device__ __forceinline__ float mask_add<uint8_t>(const void* mask, int64_t off, float filter) {
   return static_cast<const uint8_t*>(mask)[off] ? 0.f : filter;
 }
+template <> __device__ __forceinline__ float mask_add<int32_t>(const void* mask, int64_t off, float filter) {
+  return static_cast<const int32_t*>(mask)[off] ? 0.f : filter;
+}
+template <> __device__ __forceinline__ float mask_add<int64_t>(const void* mask, int64_t off, float filter) {
+  return static_cast<const int64_t*>(mask)[off] ? 0.f : filter;
+}
 template <> __device__ __forceinline__ float mask_add<float>(const void* mask, int64_t off, float) {
   return static_cast<const float*>(mask)[off];
 }
@@ -105,6 +113,8 @@ __device__ __forceinline__ float mask_at(const CoreParams& p, int64_t off) {
     case kMaskF32: return mask_add<float>(p.mask, off, p.filter);
     case kMaskF16: return mask_add<__half>(p.mask, off, p.filter);
     case kMaskBF16: return mask_add<__nv_bfloat16>(p.mask, off, p.filter);
+    case kMaskI32: return mask_add<int32_t>(p.mask, off, p.filter);
+    case kMaskI64: return mask_add<int64_t>(p.mask, off, p.filter);
     default: return 0.f;
   }
 }
@@ -358,6 +368,8 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
           case kMaskF32: load_mask_tile<float>(p, mask_row, k0 + 2 * t4, madd); break;
           case kMaskF16: load_mask_tile<__half>(p, mask_row, k0 + 2 * t4, madd); break;
           case kMaskBF16: load_mask_tile<__nv_bfloat16>(p, mask_row, k0 + 2 * t4, madd); break;
+          case kMaskI32: load_mask_tile<int32_t>(p, mask_row, k0 + 2 * t4, madd); break;
+          case kMaskI64: load_mask_tile<int64_t>(p, mask_row, k0 + 2 * t4, madd); break;
           default:
 #pragma unroll
             for (int j = 0; j < 8; ++j) madd[j][0] = madd[j][1] = madd[j][2] = madd[j][3] = 0.f;
@@ -623,7 +635,11 @@ __global__ void __launch_bounds__(kGenericRows * 32) generic_kernel(CoreParams p
 int mask_type_of(const AttentionCoreArgs& a) {
   if (!a.mask) return kMaskNone;
   switch (a.mask_dtype) {
-    case DType::kBool: return kMaskBool;
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8: return kMaskBool;
+    case DType::kInt32: return kMaskI32;
+    case DType::kInt64: return kMaskI64;
     case DType::kFloat32: return kMaskF32;
     case DType::kFloat16: return kMaskF16;
     case DType::kBFloat16: return kMaskBF16;

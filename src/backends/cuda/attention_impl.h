@@ -22,7 +22,7 @@ struct AttentionCoreArgs {
   int64_t B = 0, S = 0, H = 0, D = 0;
   DType dtype = DType::kFloat32;  // of qkv and context
   // Mask, read through element strides of its broadcast to [B, H, S, S] (0 on broadcast axes);
-  // null: none. kBool: false adds `filter`; a float dtype: added as is.
+  // null: none. kBool or an integer dtype: zero adds `filter`; a float dtype: added as is.
   const void* mask = nullptr;
   DType mask_dtype = DType::kBool;
   int64_t mask_b = 0, mask_h = 0, mask_q = 0, mask_k = 0;
@@ -36,7 +36,7 @@ struct AttentionCoreArgs {
 };
 
 // Enqueues the core on `stream`; D <= kAttentionMaxHeadDim, dtype float32/float16/bfloat16,
-// mask_dtype bool/float32/float16/bfloat16.
+// mask_dtype bool/int8/uint8/int32/int64/float32/float16/bfloat16.
 cudaError_t launch_attention_core(const AttentionCoreArgs& args, cudaStream_t stream);
 
 }  // namespace ingot::cuda
