@@ -231,6 +231,9 @@ class GemmKernel : public CudaKernel {
 // cuBLASLt's GELU epilogue is the tanh approximation. For float32 outputs "Gelu" stays exact
 // (erf; BERT's logits are compared with the float32 reference at 1e-4) and "GeluTanh" gets a
 // full-precision tanh: the product uses the BIAS epilogue and an in-place pass follows. For
+// A product at most kSkinnyMaxN columns wide (a classifier's logits) is one small kernel of
+// its own (gemm_skinny.cu) instead: fp32 accumulation, exact activations, Y in either dtype.
+//
 // float16/bfloat16 outputs both use the epilogue: erf-GELU and its tanh form differ by at most
 // 4.7e-4 (at x = 2.70, where GELU is 2.69 and a float16 ulp is 2e-3), below the rounding of the
 // output itself, while the separate pass cost a full extra read and write of the largest
@@ -277,7 +280,7 @@ class FusedMatMulKernel : public CudaKernel {
     const DType dt = w->dtype();
     if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) return Status::ok();
     const int64_t es = int64_t(dtype_size(dt)), K = w->dim(0), N = w->dim(1);
-    if ((N * es) % kRowAlign == 0) return Status::ok();
+    if ((N * es) % kRowAlign == 0 || N <= kSkinnyMaxN) return Status::ok();
     const int64_t np = (N * es + kRowAlign - 1) / kRowAlign * kRowAlign / es;
     auto padded_rows = [&](const Tensor& t, int64_t rows) -> Expected<Tensor> {
       Tensor padded(dt, rows == 0 ? Shape{np} : Shape{rows, np});  // zero-filled
@@ -299,7 +302,8 @@ class FusedMatMulKernel : public CudaKernel {
   }
 
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>& out) const override {
-    if (in.size() < 2 || out.empty() || out[0].shape.empty()) return kGemmWorkspaceBytes;
+    if (in.size() < 2 || out.empty() || out[0].shape.empty() || out[0].shape.back() <= kSkinnyMaxN)
+      return kGemmWorkspaceBytes;
     const bool padded = w_padded_.defined() && in[1].value;
     if (!padded && out[0].dtype == in[0].dtype) return kGemmWorkspaceBytes;
     const int64_t n = out[0].shape.back(), m = n ? shape_numel(out[0].shape) / n : 0;
@@ -324,6 +328,10 @@ class FusedMatMulKernel : public CudaKernel {
                          "FusedMatMul: widen the product to float32");
     }
 
+    if (N <= kSkinnyMaxN)
+      return cuda_status(launch_skinny_product(A.raw(), W.raw(), bias, Y.raw(), M, K, N, dt, Y.dtype() != dt,
+                                               act_ != Act::kNone, pointwise(act_), ctx.stream()),
+                         "FusedMatMul: skinny product");
     GemmDesc d;
     d.m = M, d.n = N, d.k = K;
     d.dtype = dt;

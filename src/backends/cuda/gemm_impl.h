@@ -32,4 +32,14 @@ cudaError_t launch_activation_inplace(void* y, int64_t n, PointwiseActivation ac
 cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t rows, int64_t cols,
                               cudaStream_t stream);
 
+// Widest product launch_skinny_product takes.
+constexpr int64_t kSkinnyMaxN = 8;
+
+// y[i, n] = act(sum_k a[i, k] · w[k, n] + bias[n]) for i < rows, n < N ≤ kSkinnyMaxN: a, w, bias
+// (optional) dense in `dtype`, y in it or float32 (float_output); fp32 accumulation and activation
+// (has_act: act applied, exact GELU for kGeluErf). gemm_skinny.cu: FusedMatMul's classifier heads.
+cudaError_t launch_skinny_product(const void* a, const void* w, const void* bias, void* y, int64_t rows, int64_t K,
+                                  int64_t N, DType dtype, bool float_output, bool has_act, PointwiseActivation act,
+                                  cudaStream_t stream);
+
 }  // namespace ingot::cuda
