@@ -186,44 +186,93 @@ std::optional<LaidRange> index_component(const GraphEditor& ed, ValueId u, const
   return r;
 }
 
-// For GatherND(X, idx) that reads X[i, j] at grid position (.., i at a0, .., j at a1, ..): the
-// Unsqueeze axes that lay X out the same way; nullopt otherwise. At every probe the aranges must
-// span X's dims, and at one of them X's two dims must differ (so neither arange could be the
-// other's length by coincidence).
-std::optional<std::vector<int64_t>> identity_gather_axes(const GraphEditor& ed, const Node& g,
-                                                         const std::vector<const std::vector<ValueMeta>*>& probes) {
+// A gather reading X[i, j] at the grid position that holds i along rows.axis and j along
+// cols.axis (both aranges laid out by Unsqueeze, in a grid of rank rows.rank).
+struct GridGather {
+  ValueId x = kNoValue;
+  LaidRange rows, cols;
+  ValueId row_stride = kNoValue;  // flat form: the stride i is scaled by, which must be X's width
+  ValueId result = kNoValue;      // flat form: the value whose shape must be the laid-out grid
+};
+
+// GatherND(X, Concat(Unsqueeze(Expand(i laid out), -1), Unsqueeze(Expand(j laid out), -1))):
+// torch.export's form.
+std::optional<GridGather> match_gather_nd(const GraphEditor& ed, const Node& g, const std::vector<ValueMeta>& metas) {
   if (!is_op(g, "GatherND") || g.inputs.size() != 2 || g.attrs.get_int("batch_dims", 0) != 0) return std::nullopt;
   const int pc = ed.producer(g.inputs[1]);
   if (pc < 0 || !ed.alive(pc) || !is_op(ed.node(pc), "Concat") || ed.node(pc).inputs.size() != 2) return std::nullopt;
   const Node& cat = ed.node(pc);
   std::optional<LaidRange> parts[2];
   for (int k = 0; k < 2; ++k) {
-    parts[k] = index_component(ed, cat.inputs[size_t(k)], *probes[0]);
+    parts[k] = index_component(ed, cat.inputs[size_t(k)], metas);
     if (!parts[k]) return std::nullopt;
   }
-  const int rank = parts[0]->rank;
   const int64_t cat_axis = cat.attrs.get_int("axis", 0);
-  if (parts[1]->rank != rank || (cat_axis != -1 && cat_axis != rank) || parts[0]->axis >= parts[1]->axis) return std::nullopt;
+  if (cat_axis != -1 && cat_axis != parts[0]->rank) return std::nullopt;
+  return GridGather{g.inputs[0], *parts[0], *parts[1], kNoValue, kNoValue};
+}
+
+// Reshape(...(Gather(Flatten(X, axis 2), Add(j laid out, Mul(i laid out, stride)), axis 0))):
+// TorchScript's form, indexing X's rows flattened (stride = X's width) and reshaped to the grid.
+std::optional<GridGather> match_flat_gather(const GraphEditor& ed, ValueId mask) {
+  ValueId v = mask;
+  for (int p; (p = ed.producer(v)) >= 0 && ed.alive(p) && is_op(ed.node(p), "Reshape");) v = ed.node(p).inputs[0];
+  const int pg = ed.producer(v);
+  if (v == mask || pg < 0 || !ed.alive(pg)) return std::nullopt;
+  const Node& g = ed.node(pg);
+  if (!is_op(g, "Gather") || g.inputs.size() != 2 || g.attrs.get_int("axis", 0) != 0) return std::nullopt;
+  const int pf = ed.producer(g.inputs[0]), pa = ed.producer(g.inputs[1]);
+  if (pf < 0 || pa < 0 || !ed.alive(pf) || !ed.alive(pa)) return std::nullopt;
+  const Node& flat = ed.node(pf);
+  if (!is_op(flat, "Flatten") || flat.attrs.get_int("axis", 1) != 2 || !is_op(ed.node(pa), "Add")) return std::nullopt;
+  const Node& add = ed.node(pa);
+  for (int k = 0; k < 2; ++k) {
+    auto cols = laid_range(ed, add.inputs[size_t(k)], 0);
+    const int pm = ed.producer(add.inputs[size_t(1 - k)]);
+    if (!cols || pm < 0 || !ed.alive(pm) || !is_op(ed.node(pm), "Mul")) continue;
+    const Node& mul = ed.node(pm);
+    for (int m = 0; m < 2; ++m) {
+      auto rows = laid_range(ed, mul.inputs[size_t(m)], 0);
+      if (rows) return GridGather{flat.inputs[0], *rows, *cols, mul.inputs[size_t(1 - m)], mask};
+    }
+  }
+  return std::nullopt;
+}
+
+// The Unsqueeze axes that lay X out as `gg` reads it; nullopt unless, at every probe, X is
+// [D0, D1], the aranges span D0 and D1 (aligned to a common grid rank, rows before columns),
+// a flat form's stride is D1 and its result has the laid-out shape, and at one probe D0 != D1
+// (so neither arange could be the other's length by coincidence).
+std::optional<std::vector<int64_t>> laid_out_axes(GridGather gg, const std::vector<const std::vector<ValueMeta>*>& probes) {
+  const int rank = std::max(gg.rows.rank, gg.cols.rank);
+  gg.rows.axis += rank - gg.rows.rank, gg.cols.axis += rank - gg.cols.rank;  // broadcasting aligns from the right
+  if (gg.rows.axis >= gg.cols.axis) return std::nullopt;
   bool told_apart = false;
   for (const auto* metas : probes) {
-    auto shape = [&](ValueId v) -> const Shape* {
-      return size_t(v) < metas->size() && (*metas)[size_t(v)].known ? &(*metas)[size_t(v)].shape : nullptr;
+    auto meta = [&](ValueId v) -> const ValueMeta* {
+      return v != kNoValue && size_t(v) < metas->size() && (*metas)[size_t(v)].known ? &(*metas)[size_t(v)] : nullptr;
     };
-    const Shape* x = shape(g.inputs[0]);
-    if (!x || x->size() != 2) return std::nullopt;
-    for (int k = 0; k < 2; ++k) {
-      const Shape* r = shape(parts[k]->value);
-      int64_t n = 1;
-      if (!r) return std::nullopt;
-      for (int64_t d : *r) n *= d;
-      if (n != (*x)[size_t(k)]) return std::nullopt;
+    const ValueMeta* x = meta(gg.x);
+    if (!x || x->shape.size() != 2) return std::nullopt;
+    const int64_t d0 = x->shape[0], d1 = x->shape[1];
+    for (auto [r, want] : {std::pair<const LaidRange*, int64_t>{&gg.rows, d0}, {&gg.cols, d1}}) {
+      const ValueMeta* m = meta(r->value);
+      if (!m || shape_numel(m->shape) != want) return std::nullopt;
     }
-    told_apart |= (*x)[0] != (*x)[1];
+    if (gg.row_stride != kNoValue) {
+      const ValueMeta* st = meta(gg.row_stride);
+      if (!st || !st->value || st->value->numel() != 1 || st->value->scalar_as_double(0) != double(d1)) return std::nullopt;
+      Shape laid(size_t(rank), 1);
+      laid[size_t(gg.rows.axis)] = d0, laid[size_t(gg.cols.axis)] = d1;
+      const ValueMeta* res = meta(gg.result);
+      if (!res || res->shape != laid) return std::nullopt;
+    }
+    told_apart |= d0 != d1;
   }
   if (!told_apart) return std::nullopt;
   std::vector<int64_t> axes;
   for (int d = 0; d < rank; ++d)
-    if (d != parts[0]->axis && d != parts[1]->axis) axes.push_back(d);
+    if (d != gg.rows.axis && d != gg.cols.axis) axes.push_back(d);
   return axes;
 }
 
@@ -247,12 +296,13 @@ struct GatherRewrites {
   std::optional<std::vector<std::vector<ValueMeta>>> probes;
 };
 
-// An Unsqueeze of X standing for mask = GatherND(X, idx) (identity_gather_axes), of X's integer
-// source when X is its Cast to bool and `bool_kind` allows; kNoValue when mask is no such gather.
+// An Unsqueeze of X standing for a mask that gathers X over a grid (match_gather_nd,
+// match_flat_gather, laid_out_axes), of X's integer source when X is its Cast to bool and
+// `bool_kind` allows; kNoValue when mask is no such gather.
 ValueId identity_gather(const Model& model, PassContext& ctx, GraphEditor& ed, ValueId mask, bool bool_kind,
                         GatherRewrites& done) {
   const int p = ed.producer(mask);
-  if (p < 0 || !ed.alive(p) || !is_op(ed.node(p), "GatherND")) return kNoValue;
+  if (p < 0 || !ed.alive(p) || !(is_op(ed.node(p), "GatherND") || is_op(ed.node(p), "Reshape"))) return kNoValue;
   if (auto it = done.laid.find({mask, bool_kind}); it != done.laid.end()) return it->second;
   if (!done.probes) {
     done.probes.emplace();
@@ -269,13 +319,16 @@ ValueId identity_gather(const Model& model, PassContext& ctx, GraphEditor& ed, V
   std::vector<const std::vector<ValueMeta>*> probes;
   for (const auto& m : *done.probes) probes.push_back(&m);
   if (probes.empty()) return kNoValue;
-  const Node g = ed.node(p);
-  auto axes = identity_gather_axes(ed, g, probes);
+  const std::string name = ed.node(p).name;
+  auto gg = match_gather_nd(ed, ed.node(p), *probes[0]);
+  if (!gg) gg = match_flat_gather(ed, mask);
+  if (!gg) return kNoValue;
+  auto axes = laid_out_axes(*gg, probes);
   if (!axes) return kNoValue;
   Node un;
   un.op_type = "Unsqueeze";
-  un.name = g.name + "/as_laid_out";
-  const ValueId data = bool_kind ? uncast(ed, g.inputs[0]) : g.inputs[0];
+  un.name = name + "/as_laid_out";
+  const ValueId data = bool_kind ? uncast(ed, gg->x) : gg->x;
   un.inputs = {data};
   auto opset = model.opsets.find("");
   if (opset != model.opsets.end() && opset->second < 13) {

@@ -3,9 +3,12 @@
 // do not change; a term that is not provably true (a Range from -1, a strict comparison at the
 // bound) keeps the And; a GatherND that reads pad[b, k] over a (batch, key) index grid (torch.export's
 // transformers 5 masks) becomes pad laid out by an Unsqueeze, and one whose grid is not exactly
-// that stays; a Cast of an integer mask to bool is read through; every BERT-style fixture of both exporters ends with a padding mask that does not
+// that stays (TorchScript's flattened Gather of b·S + k likewise); a Cast of an integer mask to
+// bool is read through; with a profile, the fixtures read attention_mask itself; every BERT-style fixture of both exporters ends with a padding mask that does not
 // vary by query.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "../ops/graph_builder.h"
 #include "../ops/op_test_util.h"
@@ -181,6 +184,55 @@ TEST(SimplifyAttentionMask, ReadsAnIntegerMaskWithoutItsCast) {
   EXPECT_LT(max_abs_diff(got, ref), 1e-6);
 }
 
+// TorchScript's form of the same read: Gather(Flatten(pad), b·S + k) over the grid, reshaped to
+// [B, 1, 1, S]; `stride` scales the batch index (S reads the layout, S - 1 does not).
+Model flat_gathered_mask_attention(bool stride_is_width) {
+  GraphBuilder b("test:simplify_attention_mask_flat_gather");
+  ValueId x = b.input("X", DType::kFloat32, {B, S, E});
+  Attributes to;
+  to.set("to", int_attr(int64_t(DType::kBool)));
+  ValueId pad = b.node("Cast", {b.input("pad", DType::kInt64, {B, S})}, "pad_bool", to);
+  ValueId shape = b.node("Shape", {pad}, "pad_shape");
+  ValueId zero = b.constant("zero", int64_scalar(0)), step = b.constant("step", int64_scalar(1));
+  ValueId nb = b.node("Gather", {shape, b.constant("axis0", int64_scalar(0))}, "nb");
+  ValueId ns = b.node("Gather", {shape, b.constant("axis1", int64_scalar(1))}, "ns");
+  ValueId bi = b.node("Unsqueeze", {b.node("Range", {zero, nb, step}, "b_idx"), b.constant("b_axes", int64_vector({1, 2, 3}))}, "b_idx4");
+  ValueId ki = b.node("Unsqueeze", {b.node("Range", {zero, ns, step}, "k_idx"), b.constant("k_axes", int64_vector({0, 1, 2}))}, "k_idx4");
+  ValueId stride = stride_is_width ? ns : b.node("Sub", {ns, step}, "ns_minus_1");
+  ValueId idx = b.node("Add", {ki, b.node("Mul", {bi, stride}, "row_start")}, "idx");
+  Attributes fl;
+  fl.set("axis", int_attr(2));
+  ValueId flat = b.node("Flatten", {pad}, "pad_flat", fl);
+  ValueId g = b.node("Gather", {flat, idx}, "gathered");
+  ValueId r1 = b.node("Reshape", {g, b.constant("minus1", int64_vector({-1}))}, "gathered_flat");
+  ValueId mask = b.node("Reshape", {r1, b.node("Shape", {idx}, "grid_shape")}, "mask");
+  Attributes a;
+  a.set("num_heads", int_attr(2));
+  a.set("scale", float_attr(0.5f));
+  a.set("mask_kind", string_attr("bool"));
+  b.output(b.node("Attention",
+                  {x, b.constant("W_qkv", random_tensor({E, 3 * E}, 1)), b.constant("b_qkv", random_tensor({3 * E}, 2)), mask,
+                   b.constant("W_out", random_tensor({E, E}, 3)), b.constant("b_out", random_tensor({E}, 4))},
+                  a, "ingot"));
+  return b.m;
+}
+
+TEST(SimplifyAttentionMask, ReadsAFlatGatheredMaskLaidOut) {
+  const Model m = flat_gathered_mask_attention(true);
+  EngineOptions off;
+  off.disabled_passes = {"simplify_attention_mask"};
+  std::string kept, simplified;
+  const Tensor ref = run(m, off, &kept, true);
+  const Tensor got = run(m, EngineOptions{}, &simplified, true);
+  EXPECT_EQ(kept, "mask");
+  EXPECT_EQ(simplified, "mask_node/as_laid_out");
+  ASSERT_TRUE(ref.defined() && got.defined());
+  EXPECT_LT(max_abs_diff(got, ref), 1e-6);
+  std::string read;
+  run(flat_gathered_mask_attention(false), EngineOptions{}, &read, true);
+  EXPECT_EQ(read, "mask");  // rows b·(S - 1) + k: not the layout
+}
+
 TEST(SimplifyAttentionMask, KeepsGathersThatAreNotTheLayout) {
   // Keys from 1: pad[b, k + 1], a shifted read. Batch and key components swapped: pad[k, b], a
   // transposing read. Neither is the layout (both would index past pad: the test only builds them).
@@ -207,6 +259,38 @@ TEST(SimplifyAttentionMask, TransformerFixturesReadKeyMasks) {
         ASSERT_GE(ms.size(), 2u);
         EXPECT_EQ(ms[ms.size() - 2], 1) << shape_str(ms);
       }
+    }
+  }
+}
+
+// With a profile, every BERT-style fixture of both exporters reads attention_mask itself (an
+// Unsqueeze, a view): no Cast, Gather or GatherND is left on the way to the kernel.
+TEST(SimplifyAttentionMask, TransformerFixturesWithAProfileReadAttentionMaskItself) {
+  for (const char* model : {"bert", "distilbert", "roberta"}) {
+    for (const char* ex : {"torchscript", "dynamo"}) {
+      SCOPED_TRACE(std::string(model) + "/" + ex);
+      const auto dir = std::filesystem::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
+      auto inputs = read_npz((dir / "inputs.npz").string());
+      ASSERT_TRUE(inputs.has_value());
+      EngineOptions opts;
+      Profile p;
+      for (const auto& [name, t] : *inputs) p.min[name] = {1, 16}, p.opt[name] = {2, 16}, p.max[name] = {4, 16};
+      opts.profiles.push_back(p);
+      auto e = Engine::from_onnx((dir / ("model." + std::string(ex) + ".onnx")).string(), opts);
+      ASSERT_TRUE(e.has_value()) << e.status().message();
+      const Graph& g = (*e)->model().graph;
+      int attention = 0;
+      for (const Node& n : g.nodes) {
+        if (n.op_type != "Attention") continue;
+        ++attention;
+        const Node* un = nullptr;
+        for (const Node& m : g.nodes)
+          if (!m.outputs.empty() && m.outputs[0] == n.inputs[3]) un = &m;
+        ASSERT_NE(un, nullptr);
+        EXPECT_EQ(un->op_type, "Unsqueeze");
+        EXPECT_EQ(g.value(un->inputs[0]).name, "attention_mask");
+      }
+      EXPECT_EQ(attention, 2);
     }
   }
 }
