@@ -3,11 +3,13 @@
 // kernels for M = 1..32 run on 8-24 CTAs (e.g. grid 4 x 2 for BERT's 768 x 768 at M = 1) and so
 // stream the weights through a few SMs: 5-7 us each on an H100, plus a split-K reduction kernel.
 // Here every 16-column slice of W is its own CTA (48 CTAs for N = 768, 192 for 3072) and rows come
-// in chunks of 8 (grid y), so the weights stream through many SMs at once, each byte read once.
+// in chunks of 4 (grid y), so the weights stream through many SMs at once, each byte read from
+// memory once (the other row chunks' CTAs find it in L2).
 //
-// A CTA: the chunk's rows of A, staged in shared memory as fp32 [K][8] (one 16-byte load gives a
-// lane its row k for four rows); 8 warps walk K, a lane loading 16 bytes of one W row (8 halves or
-// 4 floats) per step, `kUnroll` steps in flight; partial sums reduced over the lanes sharing
+// A CTA: the chunk's rows of A, staged in shared memory as fp32 [K][4] (one 16-byte load gives a
+// lane its row k for all four rows); 8 warps walk K, a lane loading 16 bytes of one W row (8
+// halves or 4 floats) per step, `kUnroll` steps in flight (a step waited for alone costs a full
+// memory latency: K = 3072 is 24 steps); partial sums reduced over the lanes sharing
 // columns (shuffles) and over the warps (shared memory); then bias, activation in fp32, and Y in
 // A's dtype or float32.
 #include <algorithm>
@@ -20,8 +22,8 @@ namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kCols = 16;      // columns of W per CTA: one 32-byte sector per half-precision row
-constexpr int kRowChunk = 8;   // rows of A per CTA
-constexpr int kUnroll = 4;     // W loads in flight per lane
+constexpr int kRowChunk = 4;   // rows of A per CTA (M = 1 wastes the other three rows' FMAs, not loads)
+constexpr int kUnroll = 8;     // W loads in flight per lane
 
 __device__ __forceinline__ float activate(float x, PointwiseActivation act, bool has_act) {
   if (!has_act) return x;
@@ -51,9 +53,29 @@ __global__ void __launch_bounds__(kThreads)
 
   const int n0 = int(blockIdx.x) * kCols, m0 = int(blockIdx.y) * kRowChunk;
   const int rows = min(kRowChunk, M - m0);
-  for (int i = int(threadIdx.x); i < K * kRowChunk; i += kThreads) {
-    const int k = i / kRowChunk, r = i - k * kRowChunk;
-    xs[i] = r < rows ? to_float(a[int64_t(m0 + r) * K + k]) : 0.f;
+  // A's rows along K, 16 bytes a load when rows are 16-byte aligned (coalesced, several loads in
+  // flight per thread: a load waited for per element would cost a memory latency each),
+  // transposed into xs; rows past M are 0.
+  const T* a0 = a + int64_t(m0) * K;
+  if (K % kVec == 0 && reinterpret_cast<uintptr_t>(a0) % 16 == 0) {
+    const int per_row = K / kVec;
+#pragma unroll 4
+    for (int i = int(threadIdx.x); i < rows * per_row; i += kThreads) {
+      const int r = i / per_row, kv = i - r * per_row;
+      const Vec<T> v = *reinterpret_cast<const Vec<T>*>(a0 + int64_t(r) * K + kv * kVec);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) xs[(kv * kVec + j) * kRowChunk + r] = to_float(v.v[j]);
+    }
+  } else {
+#pragma unroll 4
+    for (int i = int(threadIdx.x); i < rows * K; i += kThreads) {
+      const int r = i / K, k = i - r * K;
+      xs[k * kRowChunk + r] = to_float(a0[int64_t(r) * K + k]);
+    }
+  }
+  for (int i = int(threadIdx.x); i < (kRowChunk - rows) * K; i += kThreads) {
+    const int r = rows + i / K, k = i % K;
+    xs[k * kRowChunk + r] = 0.f;
   }
   __syncthreads();
 
@@ -72,8 +94,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const float4 x0 = *reinterpret_cast<const float4*>(xs + (k + u * stride) * kRowChunk);
-      const float4 x1 = *reinterpret_cast<const float4*>(xs + (k + u * stride) * kRowChunk + 4);
-      const float xr[kRowChunk] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+      const float xr[kRowChunk] = {x0.x, x0.y, x0.z, x0.w};
 #pragma unroll
       for (int c = 0; c < kVec; ++c) {
         const float wf = active ? to_float(wv[u].v[c]) : 0.f;
