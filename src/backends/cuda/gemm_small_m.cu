@@ -85,32 +85,27 @@ __global__ void __launch_bounds__(kThreads)
   const bool active = col < N;  // N is a multiple of kVec: a lane's columns are all in or all out
   float acc[kRowChunk][kVec] = {};
   const int stride = kWarps * kRowsPerStep;
-  int k = warp * kRowsPerStep + row_in_step;
-  for (; k + (kUnroll - 1) * stride < K; k += kUnroll * stride) {
+  // kUnroll rows of W requested before any is used (rows past K predicated off): K = 768 is one
+  // round of six loads, not six rounds of one.
+  for (int kb = warp * kRowsPerStep + row_in_step; kb < K; kb += kUnroll * stride) {
     Vec<T> wv[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (active) wv[u] = *reinterpret_cast<const Vec<T>*>(w + int64_t(k + u * stride) * N + col);
+    for (int u = 0; u < kUnroll; ++u) {
+      const int k = kb + u * stride;
+      if (active && k < K) wv[u] = *reinterpret_cast<const Vec<T>*>(w + int64_t(k) * N + col);
+    }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const float4 x0 = *reinterpret_cast<const float4*>(xs + (k + u * stride) * kRowChunk);
+      const int k = kb + u * stride;
+      if (!active || k >= K) continue;
+      const float4 x0 = *reinterpret_cast<const float4*>(xs + k * kRowChunk);
       const float xr[kRowChunk] = {x0.x, x0.y, x0.z, x0.w};
 #pragma unroll
       for (int c = 0; c < kVec; ++c) {
-        const float wf = active ? to_float(wv[u].v[c]) : 0.f;
+        const float wf = to_float(wv[u].v[c]);
 #pragma unroll
         for (int r = 0; r < kRowChunk; ++r) acc[r][c] = fmaf(xr[r], wf, acc[r][c]);
       }
-    }
-  }
-  for (; k < K; k += stride) {
-    Vec<T> wv;
-    if (active) wv = *reinterpret_cast<const Vec<T>*>(w + int64_t(k) * N + col);
-#pragma unroll
-    for (int c = 0; c < kVec; ++c) {
-      const float wf = active ? to_float(wv.v[c]) : 0.f;
-#pragma unroll
-      for (int r = 0; r < kRowChunk; ++r) acc[r][c] = fmaf(xs[k * kRowChunk + r], wf, acc[r][c]);
     }
   }
   // Lanes with the same `sub` hold the same columns: sum over the warp's rows, then its warps.
