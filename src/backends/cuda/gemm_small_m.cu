@@ -6,8 +6,7 @@
 // in chunks of 4 (grid y), so the weights stream through many SMs at once, each byte read from
 // memory once (the other row chunks' CTAs find it in L2).
 //
-// A CTA: the chunk's rows of A, staged in shared memory as fp32 [K][4] (one 16-byte load gives a
-// lane its row k for all four rows); 8 warps walk K, a lane loading 16 bytes of one W row (8
+// A CTA: the chunk's rows of A, staged in shared memory as fp32 [4][K]; 8 warps walk K, a lane loading 16 bytes of one W row (8
 // halves or 4 floats) per step, `kUnroll` steps in flight (a step waited for alone costs a full
 // memory latency: K = 3072 is 24 steps); partial sums reduced over the lanes sharing
 // columns (shuffles) and over the warps (shared memory); then bias, activation in fp32, and Y in
@@ -48,35 +47,29 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kLanesPerRow = kCols / kVec;       // 2 (halves) or 4 (floats)
   constexpr int kRowsPerStep = 32 / kLanesPerRow;  // W rows a warp loads per step
   extern __shared__ __align__(16) float smem[];
-  float* xs = smem;                                 // [K][kRowChunk]
+  float* xs = smem;                                 // [kRowChunk][K]
   float* red = smem + size_t(K) * kRowChunk;        // [kWarps][kRowChunk][kCols]
 
   const int n0 = int(blockIdx.x) * kCols, m0 = int(blockIdx.y) * kRowChunk;
   const int rows = min(kRowChunk, M - m0);
-  // A's rows along K, 16 bytes a load when rows are 16-byte aligned (coalesced, several loads in
-  // flight per thread: a load waited for per element would cost a memory latency each),
-  // transposed into xs; rows past M are 0.
+  // A's rows as fp32 in xs, row by row (rows past M are 0): 16 bytes a load when rows are
+  // 16-byte aligned, coalesced, several loads in flight per thread (one load waited for per
+  // element would cost a memory latency each), stored contiguously (a transposed store put every
+  // lane of a warp in one bank).
   const T* a0 = a + int64_t(m0) * K;
   if (K % kVec == 0 && reinterpret_cast<uintptr_t>(a0) % 16 == 0) {
     const int per_row = K / kVec;
 #pragma unroll 4
     for (int i = int(threadIdx.x); i < rows * per_row; i += kThreads) {
-      const int r = i / per_row, kv = i - r * per_row;
-      const Vec<T> v = *reinterpret_cast<const Vec<T>*>(a0 + int64_t(r) * K + kv * kVec);
+      const Vec<T> v = *reinterpret_cast<const Vec<T>*>(a0 + int64_t(i) * kVec);  // rows are contiguous
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) xs[(kv * kVec + j) * kRowChunk + r] = to_float(v.v[j]);
+      for (int j = 0; j < kVec; ++j) xs[i * kVec + j] = to_float(v.v[j]);
     }
   } else {
 #pragma unroll 4
-    for (int i = int(threadIdx.x); i < rows * K; i += kThreads) {
-      const int r = i / K, k = i - r * K;
-      xs[k * kRowChunk + r] = to_float(a0[int64_t(r) * K + k]);
-    }
+    for (int i = int(threadIdx.x); i < rows * K; i += kThreads) xs[i] = to_float(a0[i]);
   }
-  for (int i = int(threadIdx.x); i < (kRowChunk - rows) * K; i += kThreads) {
-    const int r = rows + i / K, k = i % K;
-    xs[k * kRowChunk + r] = 0.f;
-  }
+  for (int i = rows * K + int(threadIdx.x); i < kRowChunk * K; i += kThreads) xs[i] = 0.f;
   __syncthreads();
 
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
@@ -98,8 +91,9 @@ __global__ void __launch_bounds__(kThreads)
     for (int u = 0; u < kUnroll; ++u) {
       const int k = kb + u * stride;
       if (!active || k >= K) continue;
-      const float4 x0 = *reinterpret_cast<const float4*>(xs + k * kRowChunk);
-      const float xr[kRowChunk] = {x0.x, x0.y, x0.z, x0.w};
+      float xr[kRowChunk];
+#pragma unroll
+      for (int r = 0; r < kRowChunk; ++r) xr[r] = xs[r * K + k];  // a warp's 16 rows: consecutive words
 #pragma unroll
       for (int c = 0; c < kVec; ++c) {
         const float wf = to_float(wv[u].v[c]);
