@@ -1,8 +1,6 @@
-// FusedMatMul products that run on ingot's own kernels instead of cuBLASLt, against the CPU
-// kernel: at most 8 columns wide (classifier logits, gemm_skinny.cu) for widths 1, 2, 3 and 8 (and
-// 9, the first width cuBLASLt takes), one row to more rows than a grid holds in one pass; and at
-// most 32 rows (a classifier's last layer, gemm_small_m.cu) for 1 to 32 rows (33: cuBLASLt),
-// widths that are and are not whole 16-column slices, K from 5 to 4096 (4097: cuBLASLt). Every
+// FusedMatMul products at most 8 columns wide (classifier logits) run on their own kernel
+// (gemm_skinny.cu): against the CPU kernel for widths 1, 2, 3 and 8 (and 9, the first width
+// cuBLASLt takes), one row to more rows than a grid holds in one pass, K from 3 to 768, every
 // activation, with and without a bias, constant or run-time weights, float32/float16/bfloat16
 // inputs and outputs in the input dtype or widened to float32.
 #include <algorithm>
@@ -44,7 +42,7 @@ void check(DType dt, int64_t M, int64_t K, int64_t N, const char* act, bool bias
   // Both accumulate in float32 from the same inputs; float32 differs by summation order only.
   // Half outputs round once (half an ulp), and so does a cuBLASLt product on its way through
   // half scratch before widening; cuBLASLt's GELU is the tanh form (4.7e-4).
-  const bool own_kernel = N <= 8 || (M <= 32 && K <= 4096 && N % (dt == DType::kFloat32 ? 4 : 8) == 0);
+  const bool own_kernel = N <= 8;
   // cuBLASLt's half epilogue also rounds before adding the bias, so a value that cancels
   // against it keeps an error of the product's scale: its absolute tolerance is two half-ulps of
   // the largest output.
@@ -70,20 +68,6 @@ TEST(GpuGemmNarrow, RowCountsAndDepths) {
     for (int64_t K : {3, 129})
       check(DType::kFloat16, M, K, 2, "", true, true, true);
   check(DType::kBFloat16, 5, 768, 2, "Relu", true, false, false);
-}
-
-TEST(GpuGemmSmallM, RowsWidthsDepthsAndActivationsMatchCpu) {
-  INGOT_REQUIRE_GPU();
-  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    for (int64_t M : {1, 9, 32, 33})
-      check(dt, M, 768, 768, M == 9 ? "Gelu" : "", M != 33, M != 9, dt != DType::kFloat32 && M == 1);
-    for (const char* act : {"Relu", "GeluTanh"}) check(dt, 4, 3072, 776, act, true, true, false);  // 48.5 slices
-    check(dt, 2, 5, 24, "", true, false, false);
-    check(dt, 3, 4096, 64, "", false, true, dt != DType::kFloat32);
-    check(dt, 3, 4097, 64, "", false, true, false);  // past kSmallMaxK: cuBLASLt
-  }
-  check(DType::kFloat16, 5, 768, 1001, "", true, true, true);  // rows not 16-byte multiples: cuBLASLt
-  check(DType::kFloat32, 5, 64, 1004, "Gelu", true, true, false);  // float32: 4 floats a load, 62.75 slices
 }
 
 }  // namespace

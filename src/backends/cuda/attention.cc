@@ -4,15 +4,13 @@
 //      and written head-interleaved into [B*S, N] without transposes
 //   3. Y = context · W_out + b_out         a second GEMM (without W_out the context is Y itself)
 // With query_rows the context and Y have Sq = query_rows' count rows per batch instead of S: the
-// core computes those queries alone (against every key) and the out-projection runs on B·Sq rows
-// (on gemm_small_m.cu's kernel when that is at most kSmallMaxM).
+// core computes those queries alone (against every key) and the out-projection runs on B·Sq rows.
 // Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] when W_out is given].
 #include <string>
 #include <vector>
 
 #include "backends/cuda/attention_impl.h"
 #include "backends/cuda/cuda_kernel.h"
-#include "backends/cuda/gemm_impl.h"
 #include "backends/cuda/lt_gemm.h"
 #include "ir/attention_attrs.h"
 
@@ -105,12 +103,6 @@ class AttentionKernel : public CudaKernel {
     if (has_out) {
       const Tensor& Wout = ctx.input(kWout);
       const void* bout = ctx.has_input(kBout) ? ctx.input(kBout).raw() : nullptr;
-      // A few query rows (a classifier's token, query_rows): the small-M product streams W_out
-      // through many SMs where cuBLASLt's kernels for such M use a handful.
-      if (small_m_product_fits(out_rows, N, Wout.dim(1), t) && reinterpret_cast<uintptr_t>(Wout.raw()) % 16 == 0)
-        return cuda_status(launch_small_m_product(context, Wout.raw(), bout, Y.raw(), out_rows, N, Wout.dim(1), t, false,
-                                                  false, PointwiseActivation::kRelu, ctx.stream()),
-                           "attention out-projection");
       GemmDesc out;
       out.m = out_rows, out.n = Wout.dim(1), out.k = N, out.dtype = t;
       out.bias = bout;

@@ -232,9 +232,7 @@ class GemmKernel : public CudaKernel {
 // (erf; BERT's logits are compared with the float32 reference at 1e-4) and "GeluTanh" gets a
 // full-precision tanh: the product uses the BIAS epilogue and an in-place pass follows. For
 // A product at most kSkinnyMaxN columns wide (a classifier's logits) is one small kernel of
-// its own (gemm_skinny.cu) instead: fp32 accumulation, exact activations, Y in either dtype; so
-// is one of at most kSmallMaxM rows (a classifier's last layer after gather_rows_early,
-// gemm_small_m.cu).
+// its own (gemm_skinny.cu) instead: fp32 accumulation, exact activations, Y in either dtype.
 //
 // float16/bfloat16 outputs both use the epilogue: erf-GELU and its tanh form differ by at most
 // 4.7e-4 (at x = 2.70, where GELU is 2.69 and a float16 ulp is 2e-3), below the rounding of the
@@ -334,10 +332,6 @@ class FusedMatMulKernel : public CudaKernel {
       return cuda_status(launch_skinny_product(A.raw(), W.raw(), bias, Y.raw(), M, K, N, dt, Y.dtype() != dt,
                                                act_ != Act::kNone, pointwise(act_), ctx.stream()),
                          "FusedMatMul: skinny product");
-    if (small_m_product_fits(M, K, N, dt) && reinterpret_cast<uintptr_t>(W.raw()) % 16 == 0)
-      return cuda_status(launch_small_m_product(A.raw(), W.raw(), bias, Y.raw(), M, K, N, dt, Y.dtype() != dt,
-                                                act_ != Act::kNone, pointwise(act_), ctx.stream()),
-                         "FusedMatMul: small-M product");
     GemmDesc d;
     d.m = M, d.n = N, d.k = K;
     d.dtype = dt;

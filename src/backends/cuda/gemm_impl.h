@@ -42,19 +42,4 @@ cudaError_t launch_skinny_product(const void* a, const void* w, const void* bias
                                   int64_t N, DType dtype, bool float_output, bool has_act, PointwiseActivation act,
                                   cudaStream_t stream);
 
-// Products of at most kSmallMaxM rows over K <= kSmallMaxK (gemm_small_m.cu): a classifier's
-// last layer and head after gather_rows_early (M = batch).
-constexpr int64_t kSmallMaxM = 32;
-constexpr int64_t kSmallMaxK = 4096;
-
-// Whether launch_small_m_product takes these sizes: M in [1, kSmallMaxM], K in [1, kSmallMaxK],
-// N rows 16-byte aligned (a multiple of 8 halves or 4 floats), dtype float32/float16/bfloat16.
-bool small_m_product_fits(int64_t M, int64_t K, int64_t N, DType dtype);
-
-// y[i, n] = act(sum_k a[i, k] · w[k, n] + bias[n]) for i < M: as launch_skinny_product, for any
-// width N that small_m_product_fits() accepts (w 16-byte aligned).
-cudaError_t launch_small_m_product(const void* a, const void* w, const void* bias, void* y, int64_t M, int64_t K,
-                                   int64_t N, DType dtype, bool float_output, bool has_act, PointwiseActivation act,
-                                   cudaStream_t stream);
-
 }  // namespace ingot::cuda
