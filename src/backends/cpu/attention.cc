@@ -37,10 +37,12 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "backends/cpu/attention_util.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/fused_matmul_util.h"
+#include "backends/cpu/gemm_few_rows.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
 #include "ir/attention_attrs.h"
@@ -74,10 +76,25 @@ class PackedLinear {
     if (B) bf = b_.defined() && B->raw() == b_src_ ? b_ : to_f32(*B);
     fused_matmul::Spec spec;
     spec.K = K, spec.N = N, spec.bf16 = bf16_, spec.bias = B != nullptr;
+    const dnnl::memory::desc layout = packed ? constant_layout(spec) : dnnl::memory::desc();
+    if (packed && M <= cpu::kFewRowsMax && !bf16_ && cpu::few_rows_supported() &&
+        layout == fused_matmul::panel_layout(K, N)) {
+      cpu::gemm_few_rows(x, M, K, N, static_cast<const float*>(packed_weights(layout).get_data_handle()),
+                         B ? bf.data<float>() : nullptr, fused_matmul::Activation::kNone, y);
+      return Status::ok();
+    }
     std::string key = key_of({{M, K, N, packed, B != nullptr}});
     auto p = prims_.get(key, [&] {
       auto r = std::make_shared<Prim>();
-      r->pd = fused_matmul::make_pd(spec, M, packed ? tag::any : tag::ab);
+      if (!packed) {
+        r->pd = fused_matmul::make_pd(spec, M, tag::ab);
+      } else {
+        try {
+          r->pd = fused_matmul::make_pd(spec, M, layout);
+        } catch (const dnnl::error&) {  // no implementation reads that layout at this M
+          r->pd = fused_matmul::make_pd(spec, M, tag::any);
+        }
+      }
       r->prim = dnnl::matmul(r->pd);
       if (bf16_)
         r->to_bf16 = dnnl::reorder(dnnl::reorder::primitive_desc(
@@ -110,6 +127,14 @@ class PackedLinear {
     dnnl::reorder to_bf16;  // bf16 only: x into the primitive's source layout
   };
 
+  // The layout the constant weights are packed in (fused_matmul::constant_weights_layout),
+  // chosen on first use.
+  dnnl::memory::desc constant_layout(const fused_matmul::Spec& spec) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!layout_) layout_ = fused_matmul::constant_weights_layout(spec, fused_matmul::kRepresentativeM);
+    return *layout_;
+  }
+
   // The constant weights in layout `want` (bfloat16 when it says so), packed on first use and
   // kept (one per layout).
   dnnl::memory packed_weights(const dnnl::memory::desc& want) const {
@@ -128,6 +153,7 @@ class PackedLinear {
   mutable Cache<Prim> prims_;
   mutable std::mutex mu_;
   mutable std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;
+  mutable std::optional<dnnl::memory::desc> layout_;
 };
 
 // The attention core compiled twice: for AVX-512 (chosen at run time) and for the AVX2 baseline.

@@ -5,11 +5,12 @@
 // oneDNN matmul with the bias as its bias argument
 // and the activation as an eltwise post-op, so the output is written once.
 //
-// Constant weights are reordered once, in prepare(), into the blocked layout oneDNN's brgemm
-// matmul prefers (format_tag::any): the per-call reorder of plain weights would otherwise cost
-// about as much as a small-M GEMM itself. The layout is queried for a representative M; for
-// f32/bf16 brgemm it does not depend on M, but a primitive for an M that wants another
-// layout gets its own packed copy rather than silently using a slower implementation.
+// Constant weights are reordered once, in prepare(), into a blocked layout (the per-call reorder
+// of plain weights would otherwise cost about as much as a small-M GEMM itself): float32 into
+// 32-column panels (fused_matmul::constant_weights_layout), which oneDNN's brgemm matmul reads
+// and so does gemm_few_rows, which computes products of at most kFewRowsMax rows faster than
+// oneDNN; bf16 into the layout oneDNN prefers. A primitive for an M whose implementation cannot
+// read the packed layout gets its own packed copy.
 //
 // precision "bf16": weights packed as bf16, A converted to bf16 per call (one oneDNN
 // reorder), f32 accumulation and output; on CPUs with AMX this runs on the tile units.
@@ -17,6 +18,7 @@
 
 #include "backends/cpu/float_kernel_util.h"
 #include "backends/cpu/fused_matmul_util.h"
+#include "backends/cpu/gemm_few_rows.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
 
@@ -25,10 +27,6 @@ namespace {
 
 using namespace dnnl_util;
 using namespace fused_matmul;
-
-// Rows of the primitive whose preferred weights layout the packed copy uses: a typical
-// B x S of transformer inference.
-constexpr int64_t kRepresentativeM = 128;
 
 struct Prim {
   dnnl::matmul::primitive_desc pd;
@@ -64,10 +62,10 @@ class FusedMatMulKernel : public OpKernel {
     // A packing failure is not fatal: compute() then uses the plain weights and reports
     // whatever oneDNN says there.
     Status st = guard([&] {
-      auto pd = make_pd(s, kRepresentativeM, tag::any);
-      packed_ = pack_weights(w->data<float>(), s.K, s.N, pd.weights_desc());
+      packed_ = pack_weights(w->data<float>(), s.K, s.N, constant_weights_layout(s, kRepresentativeM));
       packed_from_ = w->raw();
       packed_spec_ = s;
+      few_rows_ = !s.bf16 && cpu::few_rows_supported() && packed_.get_desc() == panel_layout(s.K, s.N);
       return Status::ok();
     });
     if (!st.ok()) packed_from_ = nullptr;
@@ -121,6 +119,11 @@ class FusedMatMulKernel : public OpKernel {
     if (s.K == 0) return fill_bias_only(Y.data<float>(), M, s.N, bias);
 
     bool packed = packed_from_ != nullptr && W.raw() == packed_from_ && s.K == packed_spec_.K && s.N == packed_spec_.N;
+    if (packed && few_rows_ && M <= cpu::kFewRowsMax) {
+      cpu::gemm_few_rows(A.data<float>(), M, s.K, s.N, static_cast<const float*>(packed_.get_data_handle()), bias,
+                         s.act, Y.data<float>());
+      return Status::ok();
+    }
     std::string key = std::to_string(M);
     key += packed ? 'p' : 'u';
     auto p = cache_.get(key, [&] { return make_prim(s, M, packed, W); });
@@ -151,15 +154,19 @@ class FusedMatMulKernel : public OpKernel {
     return Status::ok();
   }
 
-  // Builds the primitive for M rows. On the packed path it uses the packed layout when this
-  // M prefers the same one, else packs a copy of its own (W is the constant that was packed).
+  // Builds the primitive for M rows. On the packed path it reads the packed weights, unless
+  // oneDNN has no implementation for their layout at this M: then it packs a copy of its own
+  // (W is the constant that was packed).
   std::shared_ptr<Prim> make_prim(const Spec& s, int64_t M, bool packed, const Tensor& W) const {
     auto p = std::make_shared<Prim>();
     if (packed) {
-      p->pd = make_pd(s, M, tag::any);
-      p->weights = p->pd.weights_desc() == packed_.get_desc()
-                       ? packed_
-                       : pack_weights(W.data<float>(), s.K, s.N, p->pd.weights_desc());
+      try {
+        p->pd = make_pd(s, M, packed_.get_desc());
+        p->weights = packed_;
+      } catch (const dnnl::error&) {
+        p->pd = make_pd(s, M, tag::any);
+        p->weights = pack_weights(W.data<float>(), s.K, s.N, p->pd.weights_desc());
+      }
     } else {
       p->pd = make_pd(s, M, tag::ab);
     }
@@ -196,6 +203,7 @@ class FusedMatMulKernel : public OpKernel {
   dnnl::memory packed_;
   const void* packed_from_ = nullptr;  // the constant W's buffer that packed_ was made from
   Spec packed_spec_;
+  bool few_rows_ = false;  // packed_ is in panel_layout: products of few rows run gemm_few_rows
   mutable Cache<Prim> cache_;  // by M and packed/plain path; mutex-protected
 };
 

@@ -1,4 +1,4 @@
-// Branch-free float erf/tanh for the fused GELU kernel (private to fused_norm.cc and its
+// Branch-free float erf/tanh for the fused GELU kernel and gemm_few_rows's epilogue (and their
 // tests). They are rational minimax approximations (the forms Eigen and XLA use) on a clamped
 // argument: only min/max, multiply-add and one divide, so GCC vectorises a loop over them —
 // std::erf/std::erfc are library calls that never vectorise. Measured over [-20, 20]: erf and

@@ -1,0 +1,40 @@
+// Products of a few rows against pre-packed float32 weights: Y[M, N] = act(A[M, K] · W + bias)
+// for M ≤ kFewRowsMax (a transformer at batch 1 and a short sequence, a classifier's last
+// layer after gather_rows_early).
+//
+// Why not oneDNN: at these M the product streams W from memory once and does little arithmetic
+// per byte, and oneDNN 2.6's brgemm matmul reads its packed weights at 13–16 GB/s on 2 cores of
+// the development VM where a read loop reaches 20–25 GB/s: it computes a panel in two passes
+// per 12 rows, and during the second (from cache) nothing streams. This kernel keeps a row
+// block's products of a 32-column panel in registers (up to 12 rows × 32 columns = 24
+// accumulators) and walks the panel once, front to back, prefetching 8 KB ahead, so each
+// thread reads one contiguous stream: 0.71–0.79× oneDNN's time at M = 12 on DistilBERT's
+// shapes (K×N 768×2304 … 3072×768, weights cold, alternating runs). Walking oneDNN's preferred
+// 64-column panels instead (chunks of rows in L1, each block's pass prefetching the next chunk;
+// or a thread per half panel) reached only 0.92–1.17×, hence the shared 32-column layout
+// (fused_matmul::constant_weights_layout says what that costs oneDNN).
+//
+// Layout (fused_matmul::panel_layout, oneDNN's BA16a32b): W[K, N] as panels of 32 columns,
+// panel p holding columns 32p … 32p+31 as Kp rows of 32 floats (Kp = K rounded up to 16; N
+// rounded up to 32; padding is zero).
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/fused_matmul_util.h"
+
+namespace ingot::cpu {
+
+// Rows up to which gemm_few_rows is used (measured at DistilBERT's shapes: 0.82–0.90× oneDNN's
+// time at M = 16–32 on the same layout, about equal at 48).
+constexpr int64_t kFewRowsMax = 32;
+
+// Whether this CPU runs gemm_few_rows (it needs AVX-512F).
+bool few_rows_supported();
+
+// Y[M, N] (row-major, leading dimension N) = act(A[M, K] (row-major, leading dimension K) · W
+// + bias); W in fused_matmul::panel_layout(K, N); bias null or N floats. Threads over the panels.
+void gemm_few_rows(const float* A, int64_t M, int64_t K, int64_t N, const float* W, const float* bias,
+                   fused_matmul::Activation act, float* Y);
+
+}  // namespace ingot::cpu

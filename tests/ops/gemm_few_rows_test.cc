@@ -1,0 +1,114 @@
+// gemm_few_rows (the CPU product of a few rows on packed float32 weights) against a naive
+// double-precision reference and against oneDNN's matmul reading the same packed weights, on
+// random inputs: every row count up to kFewRowsMax (one, two and three row blocks), panels cut
+// short (N not a multiple of 32), K not a multiple of 16, with and without bias, every
+// activation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "backends/cpu/gemm_few_rows.h"
+#include "op_test_util.h"
+
+namespace ingot::testing {
+namespace {
+
+using fused_matmul::Activation;
+
+double activate(double x, Activation act) {
+  switch (act) {
+    case Activation::kNone: return x;
+    case Activation::kRelu: return x > 0 ? x : 0;
+    case Activation::kGelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    case Activation::kGeluTanh: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  }
+  return x;
+}
+
+std::vector<float> reference(const float* a, const float* w, const float* bias, int64_t M, int64_t K, int64_t N,
+                             Activation act) {
+  std::vector<float> y(size_t(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = bias ? bias[n] : 0.0;
+      for (int64_t k = 0; k < K; ++k) s += double(a[m * K + k]) * w[k * N + n];
+      y[size_t(m * N + n)] = float(activate(s, act));
+    }
+  return y;
+}
+
+// oneDNN's matmul on the same packed weights (the path FusedMatMul takes above kFewRowsMax).
+std::vector<float> onednn(const float* a, const dnnl::memory& packed, const float* bias, int64_t M, int64_t K,
+                          int64_t N, Activation act) {
+  fused_matmul::Spec s;
+  s.K = K, s.N = N, s.bias = bias != nullptr, s.act = act;
+  auto pd = fused_matmul::make_pd(s, M, packed.get_desc());
+  auto& eng = dnnl_util::cpu_engine();
+  std::vector<float> y(size_t(M * N));
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), eng, const_cast<float*>(a))},
+      {DNNL_ARG_WEIGHTS, packed},
+      {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), eng, y.data())},
+      {DNNL_ARG_SCRATCHPAD, dnnl_util::scratchpad(pd.scratchpad_desc())}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(pd.bias_desc(), eng, const_cast<float*>(bias)));
+  dnnl::stream st(eng);
+  dnnl::matmul(pd).execute(st, args);
+  st.wait();
+  return y;
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::fabs(a[i] - b[i])));
+  return d;
+}
+
+TEST(GemmFewRows, MatchesReferenceAndOneDnnOnPackedWeights) {
+  if (!cpu::few_rows_supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  struct Shape2 { int64_t K, N; };
+  const std::vector<Shape2> shapes = {{1, 1}, {5, 2}, {16, 32}, {17, 33}, {33, 100}, {768, 64}, {300, 70}};
+  const std::vector<int64_t> rows = {1, 2, 5, 6, 7, 12, 13, 24, 25, 31, 32};
+  uint32_t seed = 100;
+  for (const auto& sh : shapes) {
+    Tensor W = random_tensor({sh.K, sh.N}, seed++);
+    Tensor bias = random_tensor({sh.N}, seed++);
+    const dnnl::memory packed =
+        fused_matmul::pack_weights(W.data<float>(), sh.K, sh.N, fused_matmul::panel_layout(sh.K, sh.N));
+    for (int64_t M : rows)
+      for (Activation act : {Activation::kNone, Activation::kRelu, Activation::kGelu, Activation::kGeluTanh})
+        for (bool with_bias : {false, true}) {
+          Tensor A = random_tensor({M, sh.K}, seed++);
+          const float* b = with_bias ? bias.data<float>() : nullptr;
+          // Guard values past the output: the kernel must write exactly M x N floats.
+          std::vector<float> y(size_t(M * sh.N + 16), 1234.5f);
+          cpu::gemm_few_rows(A.data<float>(), M, sh.K, sh.N, static_cast<const float*>(packed.get_data_handle()), b,
+                             act, y.data());
+          for (size_t i = size_t(M * sh.N); i < y.size(); ++i) ASSERT_EQ(y[i], 1234.5f) << "wrote past the output";
+          y.resize(size_t(M * sh.N));
+          const std::string where = "K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
+                                    " M=" + std::to_string(M) + " act=" + std::to_string(int(act)) +
+                                    " bias=" + std::to_string(with_bias);
+          const double tol = 1e-5 * std::sqrt(double(sh.K)) + 2e-6;
+          EXPECT_LE(max_diff(y, reference(A.data<float>(), W.data<float>(), b, M, sh.K, sh.N, act)), tol) << where;
+          EXPECT_LE(max_diff(y, onednn(A.data<float>(), packed, b, M, sh.K, sh.N, act)), tol) << where;
+        }
+  }
+}
+
+// Constant float32 weights are packed in the layout the kernel reads, and oneDNN's matmul
+// reads that one packed copy at every M, so FusedMatMul and the attention projections keep one
+// copy of their weights.
+TEST(GemmFewRows, ConstantWeightsArePackedInPanels) {
+  if (!cpu::few_rows_supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{768, 3072}, {3072, 768}, {17, 5}}) {
+    fused_matmul::Spec s;
+    s.K = K, s.N = N;
+    const auto layout = fused_matmul::constant_weights_layout(s, fused_matmul::kRepresentativeM);
+    EXPECT_TRUE(layout == fused_matmul::panel_layout(K, N)) << K << "x" << N;
+    for (int64_t M : {33, 128, 1000}) EXPECT_NO_THROW(fused_matmul::make_pd(s, M, layout)) << M;
+  }
+}
+
+}  // namespace
+}  // namespace ingot::testing
