@@ -1,4 +1,5 @@
-// gemm_few_rows (the CPU product of a few rows on packed float32 weights) against a naive
+// gemm_few_rows (the CPU product of a few rows on packed float32 weights; gemm_few_rows_bf16 on
+// AMX for bf16 weights) against a naive
 // double-precision reference and against oneDNN's matmul reading the same packed weights, on
 // random inputs: every row count up to kFewRowsMax (one, two and three row blocks), panels cut
 // short (N not a multiple of 32), K not a multiple of 16, with and without bias, every
@@ -15,6 +16,8 @@ namespace ingot::testing {
 namespace {
 
 using fused_matmul::Activation;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
 
 double activate(double x, Activation act) {
   switch (act) {
@@ -38,16 +41,24 @@ std::vector<float> reference(const float* a, const float* w, const float* bias, 
   return y;
 }
 
-// oneDNN's matmul on the same packed weights (the path FusedMatMul takes above kFewRowsMax).
+// oneDNN's matmul on the same packed weights (the path FusedMatMul takes above kFewRowsMax);
+// bf16: A converted by oneDNN.
 std::vector<float> onednn(const float* a, const dnnl::memory& packed, const float* bias, int64_t M, int64_t K,
-                          int64_t N, Activation act) {
+                          int64_t N, Activation act, bool bf16 = false) {
   fused_matmul::Spec s;
-  s.K = K, s.N = N, s.bias = bias != nullptr, s.act = act;
+  s.K = K, s.N = N, s.bias = bias != nullptr, s.act = act, s.bf16 = bf16;
   auto pd = fused_matmul::make_pd(s, M, packed.get_desc());
   auto& eng = dnnl_util::cpu_engine();
   std::vector<float> y(size_t(M * N));
+  dnnl::memory src(pd.src_desc(), eng);
+  dnnl::memory plain({{M, K}, dt::f32, tag::ab}, eng, const_cast<float*>(a));
+  {
+    dnnl::stream st(eng);
+    dnnl::reorder(plain, src).execute(st, plain, src);
+    st.wait();
+  }
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), eng, const_cast<float*>(a))},
+      {DNNL_ARG_SRC, src},
       {DNNL_ARG_WEIGHTS, packed},
       {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), eng, y.data())},
       {DNNL_ARG_SCRATCHPAD, dnnl_util::scratchpad(pd.scratchpad_desc())}};
@@ -96,9 +107,43 @@ TEST(GemmFewRows, MatchesReferenceAndOneDnnOnPackedWeights) {
   }
 }
 
-// Constant float32 weights are packed in the layout the kernel reads, and oneDNN's matmul
-// reads that one packed copy at every M, so FusedMatMul and the attention projections keep one
-// copy of their weights.
+TEST(GemmFewRows, Bf16OnAmxMatchesOneDnnAndReference) {
+  if (!cpu::few_rows_bf16_supported()) GTEST_SKIP() << "this CPU has no AMX-BF16 (or the OS does not grant it)";
+  struct Shape2 { int64_t K, N; };
+  const std::vector<Shape2> shapes = {{1, 1}, {5, 2}, {32, 64}, {33, 65}, {100, 130}, {768, 64}};
+  uint32_t seed = 300;
+  for (const auto& sh : shapes) {
+    Tensor W = random_tensor({sh.K, sh.N}, seed++);
+    Tensor bias = random_tensor({sh.N}, seed++);
+    const dnnl::memory packed =
+        fused_matmul::pack_weights(W.data<float>(), sh.K, sh.N, fused_matmul::bf16_panel_layout(sh.K, sh.N));
+    for (int64_t M = 1; M <= cpu::kFewRowsMaxBf16; M += M < 4 ? 1 : 5)
+      for (Activation act : {Activation::kNone, Activation::kGelu, Activation::kGeluTanh, Activation::kRelu})
+        for (bool with_bias : {false, true}) {
+          Tensor A = random_tensor({M, sh.K}, seed++);
+          const float* b = with_bias ? bias.data<float>() : nullptr;
+          std::vector<float> y(size_t(M * sh.N + 16), 1234.5f);
+          cpu::gemm_few_rows_bf16(A.data<float>(), M, sh.K, sh.N, static_cast<const uint16_t*>(packed.get_data_handle()),
+                                  b, act, y.data());
+          for (size_t i = size_t(M * sh.N); i < y.size(); ++i) ASSERT_EQ(y[i], 1234.5f) << "wrote past the output";
+          y.resize(size_t(M * sh.N));
+          const std::string where = "K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
+                                    " M=" + std::to_string(M) + " act=" + std::to_string(int(act)) +
+                                    " bias=" + std::to_string(with_bias);
+          // Same bf16 products and float32 sums as oneDNN's AMX matmul; the epilogue's GELU
+          // differs from oneDNN's within float rounding.
+          EXPECT_LE(max_diff(y, onednn(A.data<float>(), packed, b, M, sh.K, sh.N, act, true)), 1e-4) << where;
+          // bf16 keeps 8 bits of mantissa: errors grow like sqrt(K) * 2^-8.
+          EXPECT_LE(max_diff(y, reference(A.data<float>(), W.data<float>(), b, M, sh.K, sh.N, act)),
+                    0.02 * std::sqrt(double(sh.K)))
+              << where;
+        }
+  }
+}
+
+// Constant weights are packed in the layout the kernels read (float32: 32-column panels, which
+// oneDNN's matmul reads at every M; bf16: oneDNN's own AMX layout), so FusedMatMul and the
+// attention projections keep one copy of their weights.
 TEST(GemmFewRows, ConstantWeightsArePackedInPanels) {
   if (!cpu::few_rows_supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
   for (auto [K, N] : {std::pair<int64_t, int64_t>{768, 3072}, {3072, 768}, {17, 5}}) {
@@ -107,6 +152,14 @@ TEST(GemmFewRows, ConstantWeightsArePackedInPanels) {
     const auto layout = fused_matmul::constant_weights_layout(s, fused_matmul::kRepresentativeM);
     EXPECT_TRUE(layout == fused_matmul::panel_layout(K, N)) << K << "x" << N;
     for (int64_t M : {33, 128, 1000}) EXPECT_NO_THROW(fused_matmul::make_pd(s, M, layout)) << M;
+  }
+  if (!cpu::few_rows_bf16_supported()) return;
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{768, 2304}, {768, 768}, {3072, 768}, {17, 5}}) {
+    fused_matmul::Spec s;
+    s.K = K, s.N = N, s.bf16 = true;
+    EXPECT_TRUE(fused_matmul::constant_weights_layout(s, fused_matmul::kRepresentativeM) ==
+                fused_matmul::bf16_panel_layout(K, N))
+        << "bf16 " << K << "x" << N;
   }
 }
 

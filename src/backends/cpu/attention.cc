@@ -77,10 +77,16 @@ class PackedLinear {
     fused_matmul::Spec spec;
     spec.K = K, spec.N = N, spec.bf16 = bf16_, spec.bias = B != nullptr;
     const dnnl::memory::desc layout = packed ? constant_layout(spec) : dnnl::memory::desc();
-    if (packed && M <= cpu::kFewRowsMax && !bf16_ && cpu::few_rows_supported() &&
+    if (packed && !bf16_ && M <= cpu::kFewRowsMax && cpu::few_rows_supported() &&
         layout == fused_matmul::panel_layout(K, N)) {
       cpu::gemm_few_rows(x, M, K, N, static_cast<const float*>(packed_weights(layout).get_data_handle()),
                          B ? bf.data<float>() : nullptr, fused_matmul::Activation::kNone, y);
+      return Status::ok();
+    }
+    if (packed && bf16_ && M <= cpu::kFewRowsMaxBf16 && cpu::few_rows_bf16_supported() &&
+        layout == fused_matmul::bf16_panel_layout(K, N)) {
+      cpu::gemm_few_rows_bf16(x, M, K, N, static_cast<const uint16_t*>(packed_weights(layout).get_data_handle()),
+                              B ? bf.data<float>() : nullptr, fused_matmul::Activation::kNone, y);
       return Status::ok();
     }
     std::string key = key_of({{M, K, N, packed, B != nullptr}});

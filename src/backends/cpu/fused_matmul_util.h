@@ -68,6 +68,11 @@ inline dnnl::matmul::primitive_desc make_pd(const Spec& s, int64_t M, tag weight
 // Kp = K rounded up to 16, zero padding): the layout gemm_few_rows reads.
 inline dnnl::memory::desc panel_layout(int64_t K, int64_t N) { return {{K, N}, dt::f32, tag::BA16a32b}; }
 
+// bf16 weights in oneDNN's AMX layout (BA16a64b2a: panels of 64 columns, each Kp/2 rows of 64
+// column pairs of consecutive k, Kp = K rounded up to 32), what its AMX matmul prefers; the
+// layout gemm_few_rows_bf16 reads.
+inline dnnl::memory::desc bf16_panel_layout(int64_t K, int64_t N) { return {{K, N}, dt::bf16, tag::BA16a64b2a}; }
+
 // The layout constant weights are packed in, once, for every M. Float32: panel_layout when
 // oneDNN's brgemm matmul reads it, so one packed copy serves oneDNN (M > kFewRowsMax) and
 // gemm_few_rows. oneDNN's own choice on AVX-512 is 64-column panels, 5–7 % faster for its

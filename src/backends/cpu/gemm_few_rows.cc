@@ -1,12 +1,17 @@
 // gemm_few_rows: see the header for why and the layout.
 #include "backends/cpu/gemm_few_rows.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 
+#include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/fused_norm_util.h"
 #include "runtime/parallel.h"
 
@@ -50,6 +55,16 @@ __attribute__((target("avx512f"))) void activate(float* y, int64_t ldy, int rows
   }
 }
 
+// Rows of a finished tile (leading dimension ldc) to Y: bias, activation, the valid columns.
+__attribute__((target("avx512f"))) void store_rows(float* c, int64_t ldc, int64_t rows, int ncols, const float* bias,
+                                                   Activation act, float* y, int64_t ldy) {
+  if (bias)
+    for (int64_t m = 0; m < rows; ++m)
+      for (int j = 0; j < ncols; ++j) c[m * ldc + j] += bias[j];
+  activate(c, ldc, int(rows), ncols, act);
+  for (int64_t m = 0; m < rows; ++m) std::copy_n(c + m * ldc, ncols, y + m * ldy);
+}
+
 template <int MT>
 __attribute__((target("avx512f"), noinline)) void tile(const Tile& t) {
   __m512 c0[MT], c1[MT];
@@ -87,6 +102,80 @@ constexpr std::array<void (*)(const Tile&), sizeof...(I)> tiles(std::integer_seq
 }
 constexpr auto kTiles = tiles(std::make_integer_sequence<int, kRowBlock>{});
 
+// ---- bfloat16 on the AMX tile unit ----
+
+constexpr int64_t kBfPanel = 64;        // columns per panel of oneDNN's BA16a64b2a
+constexpr int64_t kBfKBlock = 32;       // K per tile product: 16 rows of k pairs
+constexpr int64_t kBfBlockElems = kBfKBlock * kBfPanel;  // 4 KB of bf16 per panel K block
+constexpr int64_t kBfPrefetchBlocks = 2;                 // K blocks prefetched ahead: 8 KB
+
+// The 64-byte tile configuration (palette 1). Tile 0: A (M rows of 32 bf16); tiles 1-4: the
+// panel's four 16-column slices of C (M rows of 16 floats); tiles 5-7: B (16 rows of 16
+// column pairs), loaded in rotation.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+__attribute__((target("amx-tile"))) void tiles_configure(int M) {
+  TileConfig c;
+  for (int t = 0; t <= 7; ++t) c.colsb[t] = 64, c.rows[t] = uint8_t(t >= 5 ? 16 : M);
+  // GCC 12's _tile_loadconfig does not tell the compiler it reads memory, which then drops the
+  // stores above: make them happen first.
+  __asm__ volatile("" : : "r"(&c) : "memory");
+  _tile_loadconfig(&c);
+}
+
+__attribute__((target("amx-tile"))) void tiles_release() { _tile_release(); }
+
+// One panel: C[M, 64] = A[M, Kp] · W_panel, into `c` (M rows of 64 floats).
+__attribute__((target("amx-tile,amx-bf16"), noinline)) void bf16_panel(const uint16_t* a, int64_t Kp,
+                                                                       const uint16_t* panel, const uint16_t* end,
+                                                                       float* c) {
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  for (int64_t kb = 0; kb < Kp / kBfKBlock; ++kb) {
+    const uint16_t* w = panel + kb * kBfBlockElems;
+    const uint16_t* ahead = w + kBfPrefetchBlocks * kBfBlockElems;
+    if (ahead < end)
+      for (int line = 0; line < 64; ++line) _mm_prefetch(reinterpret_cast<const char*>(ahead) + 64 * line, _MM_HINT_T0);
+    _tile_loadd(0, a + kb * kBfKBlock, Kp * 2);
+    _tile_loadd(5, w, kBfPanel * 4);
+    _tile_dpbf16ps(1, 0, 5);
+    _tile_loadd(6, w + 32, kBfPanel * 4);
+    _tile_dpbf16ps(2, 0, 6);
+    _tile_loadd(7, w + 64, kBfPanel * 4);
+    _tile_dpbf16ps(3, 0, 7);
+    _tile_loadd(5, w + 96, kBfPanel * 4);
+    _tile_dpbf16ps(4, 0, 5);
+  }
+  _tile_stored(1, c, kBfPanel * 4);
+  _tile_stored(2, c + 16, kBfPanel * 4);
+  _tile_stored(3, c + 32, kBfPanel * 4);
+  _tile_stored(4, c + 48, kBfPanel * 4);
+}
+
+// Round to nearest even, as oneDNN converts float32 sources to bfloat16.
+inline uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+bool amx_bf16_usable() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool tile = d & (1u << 24), bf16 = d & (1u << 22);
+  // Linux hands out the tile state only on request (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
+  return tile && bf16 && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+}
+
 }  // namespace
 
 bool few_rows_supported() {
@@ -109,6 +198,34 @@ void gemm_few_rows(const float* A, int64_t M, int64_t K, int64_t N, const float*
         kTiles[size_t(rows - 1)](t);
       }
     }
+  });
+}
+
+bool few_rows_bf16_supported() {
+  static const bool usable = amx_bf16_usable();
+  return usable;
+}
+
+void gemm_few_rows_bf16(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
+                        Activation act, float* Y) {
+  const int64_t Kp = (K + kBfKBlock - 1) / kBfKBlock * kBfKBlock;
+  const int64_t panels = (N + kBfPanel - 1) / kBfPanel;
+  // A in bfloat16, K padded with zeros to whole tile products (W's padding rows are zero too).
+  uint16_t* a = static_cast<uint16_t*>(dnnl_util::thread_buffers().src.get(size_t(M * Kp) * 2));
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t k = 0; k < K; ++k) a[m * Kp + k] = to_bf16(A[m * K + k]);
+    std::fill(a + m * Kp + K, a + (m + 1) * Kp, uint16_t(0));
+  }
+  const uint16_t* end = W + panels * Kp * kBfPanel;
+  parallel_for(panels, M * K * kBfPanel / 8, [&](int64_t begin, int64_t stop) {
+    alignas(64) float c[kFewRowsMaxBf16 * kBfPanel];
+    tiles_configure(int(M));
+    for (int64_t p = begin; p < stop; ++p) {
+      bf16_panel(a, Kp, W + p * Kp * kBfPanel, end, c);
+      store_rows(c, kBfPanel, M, int(std::min(kBfPanel, N - p * kBfPanel)), bias ? bias + p * kBfPanel : nullptr, act,
+                 Y + p * kBfPanel, N);
+    }
+    tiles_release();
   });
 }
 
