@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/gemm_few_rows.h"
@@ -75,6 +76,22 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return d;
 }
 
+// The kernel's output for M rows, run as FusedMatMul and the attention projections run it
+// (gemm_few_rows_packed), with guard values past it: it must write exactly M x N floats.
+std::vector<float> run_kernel(const dnnl::memory& packed, const Tensor& A, int64_t M, int64_t N, const float* bias,
+                              Activation act) {
+  std::vector<float> y(size_t(M * N + 16), 1234.5f);
+  cpu::gemm_few_rows_packed(packed, A.data<float>(), M, bias, act, y.data());
+  for (size_t i = size_t(M * N); i < y.size(); ++i) EXPECT_EQ(y[i], 1234.5f) << "wrote past the output";
+  y.resize(size_t(M * N));
+  return y;
+}
+
+std::string describe(int64_t K, int64_t N, int64_t M, Activation act, bool bias) {
+  return "K=" + std::to_string(K) + " N=" + std::to_string(N) + " M=" + std::to_string(M) +
+         " act=" + std::to_string(int(act)) + " bias=" + std::to_string(bias);
+}
+
 TEST(GemmFewRows, MatchesReferenceAndOneDnnOnPackedWeights) {
   if (!cpu::few_rows_supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
   struct Shape2 { int64_t K, N; };
@@ -91,15 +108,9 @@ TEST(GemmFewRows, MatchesReferenceAndOneDnnOnPackedWeights) {
         for (bool with_bias : {false, true}) {
           Tensor A = random_tensor({M, sh.K}, seed++);
           const float* b = with_bias ? bias.data<float>() : nullptr;
-          // Guard values past the output: the kernel must write exactly M x N floats.
-          std::vector<float> y(size_t(M * sh.N + 16), 1234.5f);
-          cpu::gemm_few_rows(A.data<float>(), M, sh.K, sh.N, static_cast<const float*>(packed.get_data_handle()), b,
-                             act, y.data());
-          for (size_t i = size_t(M * sh.N); i < y.size(); ++i) ASSERT_EQ(y[i], 1234.5f) << "wrote past the output";
-          y.resize(size_t(M * sh.N));
-          const std::string where = "K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
-                                    " M=" + std::to_string(M) + " act=" + std::to_string(int(act)) +
-                                    " bias=" + std::to_string(with_bias);
+          ASSERT_TRUE(cpu::few_rows_reads(packed.get_desc(), M));
+          const std::vector<float> y = run_kernel(packed, A, M, sh.N, b, act);
+          const std::string where = describe(sh.K, sh.N, M, act, with_bias);
           const double tol = 1e-5 * std::sqrt(double(sh.K)) + 2e-6;
           EXPECT_LE(max_diff(y, reference(A.data<float>(), W.data<float>(), b, M, sh.K, sh.N, act)), tol) << where;
           EXPECT_LE(max_diff(y, onednn(A.data<float>(), packed, b, M, sh.K, sh.N, act)), tol) << where;
@@ -122,14 +133,9 @@ TEST(GemmFewRows, Bf16OnAmxMatchesOneDnnAndReference) {
         for (bool with_bias : {false, true}) {
           Tensor A = random_tensor({M, sh.K}, seed++);
           const float* b = with_bias ? bias.data<float>() : nullptr;
-          std::vector<float> y(size_t(M * sh.N + 16), 1234.5f);
-          cpu::gemm_few_rows_bf16(A.data<float>(), M, sh.K, sh.N, static_cast<const uint16_t*>(packed.get_data_handle()),
-                                  b, act, y.data());
-          for (size_t i = size_t(M * sh.N); i < y.size(); ++i) ASSERT_EQ(y[i], 1234.5f) << "wrote past the output";
-          y.resize(size_t(M * sh.N));
-          const std::string where = "K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
-                                    " M=" + std::to_string(M) + " act=" + std::to_string(int(act)) +
-                                    " bias=" + std::to_string(with_bias);
+          ASSERT_TRUE(cpu::few_rows_reads(packed.get_desc(), M));
+          const std::vector<float> y = run_kernel(packed, A, M, sh.N, b, act);
+          const std::string where = describe(sh.K, sh.N, M, act, with_bias);
           // Same bf16 products and float32 sums as oneDNN's AMX matmul; the epilogue's GELU
           // differs from oneDNN's within float rounding.
           EXPECT_LE(max_diff(y, onednn(A.data<float>(), packed, b, M, sh.K, sh.N, act, true)), 1e-4) << where;

@@ -37,7 +37,6 @@
 #include <limits>
 #include <memory>
 #include <mutex>
-#include <optional>
 
 #include "backends/cpu/attention_util.h"
 #include "backends/cpu/dnnl_util.h"
@@ -63,10 +62,16 @@ constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5;
 class PackedLinear {
  public:
   // Keeps a float32 copy of constant weights/bias; `w` null: weights arrive at run time.
+  // Throws dnnl::error (callers are inside guard).
   void set_constant(const Tensor* w, const Tensor* b, bool bf16) {
     bf16_ = bf16;
     if (w) w_src_ = w->raw(), w_ = to_f32(*w).clone();
     if (b) b_src_ = b->raw(), b_ = to_f32(*b).clone();
+    if (w && w_.rank() == 2) {
+      fused_matmul::Spec spec;
+      spec.K = w_.dim(0), spec.N = w_.dim(1), spec.bf16 = bf16, spec.bias = b != nullptr;
+      layout_ = fused_matmul::constant_weights_layout(spec, fused_matmul::kRepresentativeM);
+    }
   }
 
   Status run(const float* x, int64_t M, int64_t K, int64_t N, const Tensor& W, const Tensor* B, float* y) const {
@@ -76,17 +81,9 @@ class PackedLinear {
     if (B) bf = b_.defined() && B->raw() == b_src_ ? b_ : to_f32(*B);
     fused_matmul::Spec spec;
     spec.K = K, spec.N = N, spec.bf16 = bf16_, spec.bias = B != nullptr;
-    const dnnl::memory::desc layout = packed ? constant_layout(spec) : dnnl::memory::desc();
-    if (packed && !bf16_ && M <= cpu::kFewRowsMax && cpu::few_rows_supported() &&
-        layout == fused_matmul::panel_layout(K, N)) {
-      cpu::gemm_few_rows(x, M, K, N, static_cast<const float*>(packed_weights(layout).get_data_handle()),
-                         B ? bf.data<float>() : nullptr, fused_matmul::Activation::kNone, y);
-      return Status::ok();
-    }
-    if (packed && bf16_ && M <= cpu::kFewRowsMaxBf16 && cpu::few_rows_bf16_supported() &&
-        layout == fused_matmul::bf16_panel_layout(K, N)) {
-      cpu::gemm_few_rows_bf16(x, M, K, N, static_cast<const uint16_t*>(packed_weights(layout).get_data_handle()),
-                              B ? bf.data<float>() : nullptr, fused_matmul::Activation::kNone, y);
+    if (packed && cpu::few_rows_reads(layout_, M)) {
+      cpu::gemm_few_rows_packed(packed_weights(layout_), x, M, B ? bf.data<float>() : nullptr,
+                                fused_matmul::Activation::kNone, y);
       return Status::ok();
     }
     std::string key = key_of({{M, K, N, packed, B != nullptr}});
@@ -96,7 +93,7 @@ class PackedLinear {
         r->pd = fused_matmul::make_pd(spec, M, tag::ab);
       } else {
         try {
-          r->pd = fused_matmul::make_pd(spec, M, layout);
+          r->pd = fused_matmul::make_pd(spec, M, layout_);
         } catch (const dnnl::error&) {  // no implementation reads that layout at this M
           r->pd = fused_matmul::make_pd(spec, M, tag::any);
         }
@@ -133,14 +130,6 @@ class PackedLinear {
     dnnl::reorder to_bf16;  // bf16 only: x into the primitive's source layout
   };
 
-  // The layout the constant weights are packed in (fused_matmul::constant_weights_layout),
-  // chosen on first use.
-  dnnl::memory::desc constant_layout(const fused_matmul::Spec& spec) const {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (!layout_) layout_ = fused_matmul::constant_weights_layout(spec, fused_matmul::kRepresentativeM);
-    return *layout_;
-  }
-
   // The constant weights in layout `want` (bfloat16 when it says so), packed on first use and
   // kept (one per layout).
   dnnl::memory packed_weights(const dnnl::memory::desc& want) const {
@@ -159,7 +148,7 @@ class PackedLinear {
   mutable Cache<Prim> prims_;
   mutable std::mutex mu_;
   mutable std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;
-  mutable std::optional<dnnl::memory::desc> layout_;
+  dnnl::memory::desc layout_;  // of the constant weights' packed copy (constant_weights_layout)
 };
 
 // The attention core compiled twice: for AVX-512 (chosen at run time) and for the AVX2 baseline.

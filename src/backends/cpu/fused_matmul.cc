@@ -66,8 +66,6 @@ class FusedMatMulKernel : public OpKernel {
       packed_ = pack_weights(w->data<float>(), s.K, s.N, constant_weights_layout(s, kRepresentativeM));
       packed_from_ = w->raw();
       packed_spec_ = s;
-      few_rows_ = s.bf16 ? cpu::few_rows_bf16_supported() && packed_.get_desc() == bf16_panel_layout(s.K, s.N)
-                         : cpu::few_rows_supported() && packed_.get_desc() == panel_layout(s.K, s.N);
       return Status::ok();
     });
     if (!st.ok()) packed_from_ = nullptr;
@@ -121,13 +119,8 @@ class FusedMatMulKernel : public OpKernel {
     if (s.K == 0) return fill_bias_only(Y.data<float>(), M, s.N, bias);
 
     bool packed = packed_from_ != nullptr && W.raw() == packed_from_ && s.K == packed_spec_.K && s.N == packed_spec_.N;
-    if (packed && few_rows_ && M <= (s.bf16 ? cpu::kFewRowsMaxBf16 : cpu::kFewRowsMax)) {
-      if (s.bf16)
-        cpu::gemm_few_rows_bf16(A.data<float>(), M, s.K, s.N, static_cast<const uint16_t*>(packed_.get_data_handle()),
-                                bias, s.act, Y.data<float>());
-      else
-        cpu::gemm_few_rows(A.data<float>(), M, s.K, s.N, static_cast<const float*>(packed_.get_data_handle()), bias,
-                           s.act, Y.data<float>());
+    if (packed && cpu::few_rows_reads(packed_.get_desc(), M)) {
+      cpu::gemm_few_rows_packed(packed_, A.data<float>(), M, bias, s.act, Y.data<float>());
       return Status::ok();
     }
     std::string key = std::to_string(M);
@@ -209,7 +202,6 @@ class FusedMatMulKernel : public OpKernel {
   dnnl::memory packed_;
   const void* packed_from_ = nullptr;  // the constant W's buffer that packed_ was made from
   Spec packed_spec_;
-  bool few_rows_ = false;  // packed_ is in gemm_few_rows's layout: products of few rows run it
   mutable Cache<Prim> cache_;  // by M and packed/plain path; mutex-protected
 };
 

@@ -8,11 +8,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <utility>
 
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/fused_norm_util.h"
+#include "ingot/dtype.h"
 #include "runtime/parallel.h"
 
 namespace ingot::cpu {
@@ -159,15 +159,6 @@ __attribute__((target("amx-tile,amx-bf16"), noinline)) void bf16_panel(const uin
   _tile_stored(4, c + 48, kBfPanel * 4);
 }
 
-// Round to nearest even, as oneDNN converts float32 sources to bfloat16.
-inline uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // NaN stays NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
-
 bool amx_bf16_usable() {
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
@@ -213,7 +204,7 @@ void gemm_few_rows_bf16(const float* A, int64_t M, int64_t K, int64_t N, const u
   // A in bfloat16, K padded with zeros to whole tile products (W's padding rows are zero too).
   uint16_t* a = static_cast<uint16_t*>(dnnl_util::thread_buffers().src.get(size_t(M * Kp) * 2));
   for (int64_t m = 0; m < M; ++m) {
-    for (int64_t k = 0; k < K; ++k) a[m * Kp + k] = to_bf16(A[m * K + k]);
+    for (int64_t k = 0; k < K; ++k) a[m * Kp + k] = bfloat16::from_float(A[m * K + k]);  // as oneDNN rounds
     std::fill(a + m * Kp + K, a + (m + 1) * Kp, uint16_t(0));
   }
   const uint16_t* end = W + panels * Kp * kBfPanel;
@@ -227,6 +218,24 @@ void gemm_few_rows_bf16(const float* A, int64_t M, int64_t K, int64_t N, const u
     }
     tiles_release();
   });
+}
+
+bool few_rows_reads(const dnnl::memory::desc& layout, int64_t M) {
+  const dnnl::memory::dims& d = layout.dims();
+  if (d.size() != 2) return false;
+  if (layout.data_type() == dnnl::memory::data_type::bf16)
+    return M <= kFewRowsMaxBf16 && few_rows_bf16_supported() && layout == fused_matmul::bf16_panel_layout(d[0], d[1]);
+  return M <= kFewRowsMax && few_rows_supported() && layout == fused_matmul::panel_layout(d[0], d[1]);
+}
+
+void gemm_few_rows_packed(const dnnl::memory& packed, const float* A, int64_t M, const float* bias, Activation act,
+                          float* Y) {
+  const dnnl::memory::desc layout = packed.get_desc();
+  const int64_t K = layout.dims()[0], N = layout.dims()[1];
+  if (layout.data_type() == dnnl::memory::data_type::bf16)
+    gemm_few_rows_bf16(A, M, K, N, static_cast<const uint16_t*>(packed.get_data_handle()), bias, act, Y);
+  else
+    gemm_few_rows(A, M, K, N, static_cast<const float*>(packed.get_data_handle()), bias, act, Y);
 }
 
 }  // namespace ingot::cpu
