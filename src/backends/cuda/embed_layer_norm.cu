@@ -1,5 +1,5 @@
 // ingot.EmbedLayerNorm on the GPU (see embed_layer_norm_impl.h), one warp per row, two kernels:
-//   embed_ln_registers<T, C>  16-bit tables with rows of at most 32·8·C elements, a multiple of
+//   embed_ln_registers<T, C, kParamsFirst>  16-bit tables with rows of at most 32·8·C elements, a multiple of
 //                             8 (BERT's 768: C = 3): each lane holds C chunks of 8 elements of s
 //                             in registers, loaded and stored 16 bytes at a time, so the row is
 //                             read once per table and Y written once.
@@ -90,27 +90,32 @@ __global__ void embed_layer_norm_kernel(EmbedArgs a) {
   }
 }
 
-template <class T, int C>
+// Lane's gamma and beta for chunk c (8 floats each from element k), zeros past the row.
+__device__ __forceinline__ void load_chunk_params(const EmbedArgs& a, int64_t k, float4 (&g)[2], float4 (&b)[2]) {
+  const bool in = k < a.hidden;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+  g[0] = in ? __ldg(reinterpret_cast<const float4*>(a.gamma + k)) : zero;
+  g[1] = in ? __ldg(reinterpret_cast<const float4*>(a.gamma + k + 4)) : zero;
+  b[0] = in && a.beta ? __ldg(reinterpret_cast<const float4*>(a.beta + k)) : zero;
+  b[1] = in && a.beta ? __ldg(reinterpret_cast<const float4*>(a.beta + k + 4)) : zero;
+}
+
+// kParamsFirst: gamma and beta are loaded before the ids. At batch 1 this kernel is a chain of
+// memory latencies (id -> table row -> statistics), so every load is issued before any is used:
+// gamma and beta first (they need no id), then the ids, then every row chunk of every table.
+// With many rows the 48 registers they hold cost occupancy instead: they are read after the
+// statistics (from L1/L2: every warp reads the same ones).
+// Loops over lookups are unrolled to the maximum with guards, so the arrays stay in registers
+// (an index known only at run time would put them in local memory and serialise the loads).
+template <class T, int C, bool kParamsFirst>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock) embed_ln_registers(const EmbedArgs a) {
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (r >= a.rows) return;
-  // At batch 1 this kernel is a chain of memory latencies (id -> table row -> statistics), so
-  // every load is issued before any is used: gamma and beta first (they need no id), then the
-  // ids, then every row chunk of every table. Loops over lookups are unrolled to the maximum
-  // with guards, so the arrays stay in registers (an index known only at run time would put
-  // them in local memory and serialise the loads).
-  float4 g[C][2], b[C][2];
+  float4 g[kParamsFirst ? C : 1][2], b[kParamsFirst ? C : 1][2];
+  if constexpr (kParamsFirst)
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int64_t k = (int64_t(c) * 32 + lane) * 8;
-    const bool in = k < a.hidden;
-    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-    g[c][0] = in ? __ldg(reinterpret_cast<const float4*>(a.gamma + k)) : zero;
-    g[c][1] = in ? __ldg(reinterpret_cast<const float4*>(a.gamma + k + 4)) : zero;
-    b[c][0] = in && a.beta ? __ldg(reinterpret_cast<const float4*>(a.beta + k)) : zero;
-    b[c][1] = in && a.beta ? __ldg(reinterpret_cast<const float4*>(a.beta + k + 4)) : zero;
-  }
+    for (int c = 0; c < C; ++c) load_chunk_params(a, (int64_t(c) * 32 + lane) * 8, g[c], b[c]);
   const RowCoords rc = row_coords(a, r);
   const T* src[kEmbedMaxLookups];
 #pragma unroll
@@ -166,8 +171,11 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) embed_ln_registers(const 
   for (int c = 0; c < C; ++c) {
     const int64_t k = (int64_t(c) * 32 + lane) * 8;
     if (k >= a.hidden) continue;
-    const float gm[8] = {g[c][0].x, g[c][0].y, g[c][0].z, g[c][0].w, g[c][1].x, g[c][1].y, g[c][1].z, g[c][1].w};
-    const float bt[8] = {b[c][0].x, b[c][0].y, b[c][0].z, b[c][0].w, b[c][1].x, b[c][1].y, b[c][1].z, b[c][1].w};
+    float4 gc[2], bc[2];
+    if constexpr (kParamsFirst) gc[0] = g[c][0], gc[1] = g[c][1], bc[0] = b[c][0], bc[1] = b[c][1];
+    else load_chunk_params(a, k, gc, bc);
+    const float gm[8] = {gc[0].x, gc[0].y, gc[0].z, gc[0].w, gc[1].x, gc[1].y, gc[1].z, gc[1].w};
+    const float bt[8] = {bc[0].x, bc[0].y, bc[0].z, bc[0].w, bc[1].x, bc[1].y, bc[1].z, bc[1].w};
     T out[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) out[e] = from_float<T>((s[c][e] - mean) * inv * gm[e] + bt[e]);
@@ -188,13 +196,16 @@ bool registers_fit(const EmbedArgs& a, int chunks) {
   return true;
 }
 
-template <class T>
+// Launches of at most this many rows are latency-bound: gamma and beta load first.
+constexpr int64_t kFewRows = 512;
+
+template <class T, bool kParamsFirst>
 bool launch_registers(const EmbedArgs& a, unsigned blocks, cudaStream_t stream) {
   const dim3 block(32 * kWarpsPerBlock);
-  if (registers_fit(a, 1)) embed_ln_registers<T, 1><<<blocks, block, 0, stream>>>(a);
-  else if (registers_fit(a, 2)) embed_ln_registers<T, 2><<<blocks, block, 0, stream>>>(a);
-  else if (registers_fit(a, 3)) embed_ln_registers<T, 3><<<blocks, block, 0, stream>>>(a);
-  else if (registers_fit(a, 4)) embed_ln_registers<T, 4><<<blocks, block, 0, stream>>>(a);
+  if (registers_fit(a, 1)) embed_ln_registers<T, 1, kParamsFirst><<<blocks, block, 0, stream>>>(a);
+  else if (registers_fit(a, 2)) embed_ln_registers<T, 2, kParamsFirst><<<blocks, block, 0, stream>>>(a);
+  else if (registers_fit(a, 3)) embed_ln_registers<T, 3, kParamsFirst><<<blocks, block, 0, stream>>>(a);
+  else if (registers_fit(a, 4)) embed_ln_registers<T, 4, kParamsFirst><<<blocks, block, 0, stream>>>(a);
   else return false;
   return true;
 }
@@ -211,7 +222,10 @@ cudaError_t launch_embed_layer_norm(DType dtype, const EmbedArgs& args, cudaStre
     using T = decltype(tag);
     const int64_t row_blocks = (args.rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
     if constexpr (sizeof(T) == 2) {
-      if (row_blocks <= INT32_MAX && launch_registers<T>(args, unsigned(row_blocks), stream)) {
+      const bool launched = row_blocks <= INT32_MAX && (args.rows <= kFewRows
+                                                            ? launch_registers<T, true>(args, unsigned(row_blocks), stream)
+                                                            : launch_registers<T, false>(args, unsigned(row_blocks), stream));
+      if (launched) {
         err = cudaGetLastError();
         return;
       }
