@@ -29,6 +29,7 @@ class FuseOutputCast : public Pass {
       if (p < 0 || !ed.alive(p) || !is_op(ed.node(p), "FusedMatMul", "ingot")) continue;
       const Node& mm = ed.node(p);
       if (mm.outputs.size() != 1 || mm.attrs.get_int("output_dtype", 0) != 0) continue;
+      if (mm.inputs.size() > 3 && mm.inputs[3] != kNoValue) continue;  // a residual keeps Y in its dtype
       DType dt = model.graph.value(half).dtype;
       if (dt == DType::kUndefined && metas && size_t(half) < metas->size() && (*metas)[size_t(half)].known)
         dt = (*metas)[size_t(half)].dtype;

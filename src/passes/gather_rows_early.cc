@@ -80,6 +80,8 @@ class RegionBuilder {
   bool attention_rows(ValueId v) const {
     const int p = ed_.producer(v);
     if (p < 0 || !is_op(ed_.node(p), "Attention", "ingot") || ed_.node(p).attrs.has("query_rows")) return false;
+    const auto& in = ed_.node(p).inputs;
+    if (in.size() > 6 && in[6] != kNoValue) return false;  // a residual has all S rows
     if (axis_ != 1 || rank_ != 3 || ed_.node(p).outputs.size() != 1) return false;
     if (ed_.is_graph_output(v) || ed_.read_by_subgraph(v)) return false;
     for (int c : ed_.consumers(v))
@@ -150,6 +152,10 @@ class RegionBuilder {
       // The weights [K, N] and bias [N] are parameters whatever their rank.
       ok = row_shaped(n.inputs[0]) && axis_ < rank_ - 1;
       if (ok) row_slots.push_back(0);
+      if (ok && n.inputs.size() > 3 && n.inputs[3] != kNoValue) {  // FusedMatMul's residual has Y's rows
+        ok = row_shaped(n.inputs[3]);
+        row_slots.push_back(3);
+      }
     } else if (is_op(n, "SkipLayerNorm", "ingot")) {
       ok = fixed_rows({0, 1});
     } else if (is_op(n, "LayerNormalization")) {

@@ -26,9 +26,12 @@ class PassContext {
  public:
   // `bindings`: the input shapes the engine must serve, opt first, then the other corners of
   // every profile (min, max). Empty when no shapes are bound.
-  explicit PassContext(std::vector<ShapeBinding> bindings) : bindings_(std::move(bindings)) {}
+  // `device`: the engine's ("cpu", "cuda"), for rewrites that pay on one device only.
+  explicit PassContext(std::vector<ShapeBinding> bindings, std::string device = "cpu")
+      : bindings_(std::move(bindings)), device_(std::move(device)) {}
 
   const std::vector<ShapeBinding>& bindings() const { return bindings_; }
+  const std::string& device() const { return device_; }
   // The shapes the graph is optimized for (the first binding), possibly empty.
   const ShapeBinding& shapes() const {
     static const ShapeBinding kNone;
@@ -48,6 +51,7 @@ class PassContext {
 
  private:
   std::vector<ShapeBinding> bindings_;
+  std::string device_;
   std::vector<std::string> notes_;
   bool cached_ = false;
   std::unique_ptr<std::vector<ValueMeta>> metas_;
@@ -72,6 +76,7 @@ struct OptimizeOptions {
   std::set<std::string> disabled;          // pass names; INGOT_DISABLE_PASSES=a,b adds more
   // Input shapes to serve: opt first, then each profile's min and max. Empty: none bound.
   std::vector<ShapeBinding> bindings;
+  std::string device = "cpu";  // the engine's device (PassContext::device())
 };
 
 struct PassReport {

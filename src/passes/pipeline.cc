@@ -41,6 +41,9 @@ const std::vector<std::string>& pass_order(PassStage stage) {
       // Once the layers are fused ops: a Gather of a few rows (a classifier's first token) moves
       // above the fused linear and LayerNorm ops of the last layer, which then compute those rows.
       "gather_rows_early",
+      // CUDA only: each skip-LayerNorm's residual add moves into the GEMM that makes one of its
+      // operands; after gather_rows_early, which moves SkipLayerNorms but not residual inputs.
+      "fold_residual_into_product",
       // After every pattern fusion, so it only takes the elementwise nodes no fused op claimed.
       "fuse_elementwise",
       // Last: remove whatever the rewrites left unread.
@@ -188,7 +191,7 @@ Expected<std::vector<PassReport>> optimize(Model& model, const OptimizeOptions& 
   }
   // Fused nodes live in ingot's own domain.
   model.opsets["ingot"] = 1;
-  PassContext ctx(opts.bindings);
+  PassContext ctx(opts.bindings, opts.device);
   std::vector<PassReport> reports;
   for (const auto& name : pass_order(opts.stage)) {
     PassReport r;

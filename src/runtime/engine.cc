@@ -175,6 +175,7 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
   if (opts.optimize) {
     OptimizeOptions oo;
     oo.disabled = opts.disabled_passes;
+    oo.device = opts.device;
     // Opt of the first profile first, then every corner the engine must stay correct for.
     for (const Profile& p : e->opts_.profiles) oo.bindings.push_back(p.opt);
     for (const Profile& p : e->opts_.profiles) {
@@ -193,6 +194,7 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
     OptimizeOptions oo;
     oo.stage = PassStage::kAfterPrecision;
     oo.disabled = opts.disabled_passes;
+    oo.device = opts.device;
     auto reports = optimize(e->model_, oo);
     if (!reports) return reports.status().with_context(e->model_.path + ": ");
     e->pass_reports_.insert(e->pass_reports_.end(), reports->begin(), reports->end());

@@ -267,5 +267,22 @@ TEST(GpuGemm, HalfFusedMatMul) {
   }
 }
 
+TEST(GpuGemm, FusedMatMulResidual) {
+  INGOT_REQUIRE_GPU();
+  // fold_residual_into_product's input 3: cuBLASLt's C with beta = 1, read from another buffer
+  // than the output (also while the first run times the candidates); constant or run-time
+  // weights. 50 halves a row (100 bytes) has no epilogue path: that node runs on the CPU.
+  expect_fp32("FusedMatMul", randoms({{2, 5, 64}, {64, 96}, {96}, {2, 5, 96}}, 181), {1, 2}, fused_attrs(""),
+              "FusedMatMul + residual", "ingot");
+  expect_fp32("FusedMatMul", randoms({{7, 64}, {64, 96}, {96}, {7, 96}}, 183), {}, fused_attrs(""),
+              "FusedMatMul + residual, run-time W", "ingot");
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    expect_half(dt, "FusedMatMul", randoms({{4, 128, 768}, {768, 768}, {768}, {4, 128, 768}}, 185), {1, 2},
+                fused_attrs(""), "FusedMatMul + residual, BERT's out-projection", "ingot");
+    expect_half(dt, "FusedMatMul", randoms({{3, 64}, {64, 50}, {50}, {3, 50}}, 187), {1, 2}, fused_attrs(""),
+                "FusedMatMul + residual, 100-byte rows (CPU)", "ingot");
+  }
+}
+
 }  // namespace
 }  // namespace ingot::testing

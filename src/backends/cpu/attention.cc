@@ -10,6 +10,8 @@
 //                                       integer type: nonzero = true, as Cast to bool reads it)
 //            4 W_out  [N, M]      optional output projection (absent: the output is the context)
 //            5 b_out  [M]         optional
+//            6 residual [B, Sq, M] optional, needs W_out: added to the output projection
+//                     (fold_residual_into_product, CUDA engines: there in the GEMM's epilogue)
 //   attrs    num_heads (int, divides N), scale (float, multiplies Q·Kᵀ), causal (0/1: key j > query
 //            i is masked, without reading any tensor), mask_kind ("none" | "add" | "bool"),
 //            mask_filter_value (float, default -inf), nan_to_zero (0/1: probabilities that are NaN
@@ -53,7 +55,7 @@ using namespace dnnl_util;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5;
+constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5, kResidual = 6;
 
 // y[M, N] = x[M, K] · W[K, N] (+ b) on oneDNN (fused_matmul_util's primitives), with W
 // reordered once into the primitive's preferred layout when it is a constant. bf16 (the node's
@@ -206,7 +208,7 @@ class AttentionKernel : public OpKernel {
     const Shape& x = ctx.input_shape(kX);
     if (x.size() != 3) return invalid_argument("input 0 (X) must be [batch, sequence, hidden], got " + shape_str(x));
     INGOT_ASSIGN_OR_RETURN(Dims d, dims(x, ctx.input_shape(kWqkv), ctx.has_input(kWout) ? &ctx.input_shape(kWout) : nullptr));
-    for (int i : {kWqkv, kBqkv, kWout, kBout})
+    for (int i : {kWqkv, kBqkv, kWout, kBout, kResidual})
       if (ctx.has_input(i) && ctx.input_dtype(i) != t)
         return invalid_argument("input " + std::to_string(i) + " has dtype " + dtype_name(ctx.input_dtype(i)) +
                                 ", X has " + dtype_name(t));
@@ -228,7 +230,11 @@ class AttentionKernel : public OpKernel {
       INGOT_RETURN_IF_ERROR(mask_strides(ctx.input_shape(kMask), d).status());
     }
     INGOT_RETURN_IF_ERROR(attention_query_positions(attrs_, d.S).status());
-    ctx.set_output(0, t, {d.B, attention_query_count(attrs_, d.S), d.M});
+    const Shape out{d.B, attention_query_count(attrs_, d.S), d.M};
+    if (ctx.has_input(kResidual) && (!ctx.has_input(kWout) || ctx.input_shape(kResidual) != out))
+      return invalid_argument("input 6 (residual) has shape " + shape_str(ctx.input_shape(kResidual)) +
+                              (ctx.has_input(kWout) ? ", expected " + shape_str(out) : " but W_out is absent"));
+    ctx.set_output(0, t, out);
     return Status::ok();
   }
 
@@ -330,6 +336,14 @@ class AttentionKernel : public OpKernel {
       } else {
         INGOT_RETURN_IF_ERROR(out_.run(context, out_rows, d.N, d.M, ctx.input(kWout),
                                        ctx.has_input(kBout) ? &ctx.input(kBout) : nullptr, yf.data<float>()));
+      }
+      if (ctx.has_input(kResidual)) {
+        Tensor r = to_f32(ctx.input(kResidual));
+        float* y = yf.data<float>();
+        const float* rp = r.data<float>();
+        parallel_for(yf.numel(), 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) y[i] += rp[i];
+        });
       }
       if (!f32) from_f32(yf, Y);
     } else if (!direct) {

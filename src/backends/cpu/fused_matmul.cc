@@ -4,6 +4,9 @@
 // bfloat16 product written in float32, the Cast after it folded in by fuse_output_cast). One
 // oneDNN matmul with the bias as its bias argument
 // and the activation as an eltwise post-op, so the output is written once.
+// Input 3, a residual R of Y's shape (fold_residual_into_product, CUDA engines), makes
+// Y = A x W + bias + R; it needs activation "" and output_dtype 0. Here R is added after the
+// product (CUDA adds it in the GEMM's epilogue).
 //
 // Constant weights are reordered once, in prepare(), into a blocked layout (the per-call reorder
 // of plain weights would otherwise cost about as much as a small-M GEMM itself): float32 into
@@ -52,6 +55,9 @@ class FusedMatMulKernel : public OpKernel {
     if (out != 0 && out != int64_t(DType::kFloat32))
       return invalid_model("attribute 'output_dtype' = " + std::to_string(out) + " must be 0 (A's dtype) or 1 (float32)");
     float_output_ = out != 0;
+    residual_ = node.inputs.size() > 3 && node.inputs[3] != kNoValue;
+    if (residual_ && (spec_.act != Activation::kNone || float_output_))
+      return invalid_model("input 3 (residual) needs activation \"\" and output_dtype 0");
     return Status::ok();
   }
 
@@ -73,12 +79,12 @@ class FusedMatMulKernel : public OpKernel {
   }
 
   Status infer(InferContext& ctx) const override {
-    if (ctx.num_inputs() < 2 || ctx.num_inputs() > 3 || !ctx.has_input(0) || !ctx.has_input(1))
-      return invalid_model("needs 2 or 3 inputs (A, W, bias), got " + std::to_string(ctx.num_inputs()));
+    if (ctx.num_inputs() < 2 || ctx.num_inputs() > 4 || !ctx.has_input(0) || !ctx.has_input(1))
+      return invalid_model("needs 2 to 4 inputs (A, W, bias, residual), got " + std::to_string(ctx.num_inputs()));
     const DType t = ctx.input_dtype(0);
     if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16)
       return unsupported("input 0 (A) has dtype " + dtype_name(t) + "; FusedMatMul supports float32, float16 and bfloat16");
-    for (int i = 1; i < 3; ++i)
+    for (int i = 1; i < 4; ++i)
       if (ctx.has_input(i) && ctx.input_dtype(i) != t)
         return invalid_argument("input " + std::to_string(i) + " has dtype " + dtype_name(ctx.input_dtype(i)) +
                                 ", A has " + dtype_name(t));
@@ -95,6 +101,10 @@ class FusedMatMulKernel : public OpKernel {
                               shape_str(ctx.input_shape(2)));
     Shape out(a.begin(), a.end() - 1);
     out.push_back(w[1]);
+    if (ctx.has_input(3) != residual_) return internal_error("residual presence differs from the node's inputs");
+    if (residual_ && ctx.input_shape(3) != out)
+      return invalid_argument("input 3 (residual) has shape " + shape_str(ctx.input_shape(3)) + ", Y has " +
+                              shape_str(out));
     ctx.set_output(0, float_output_ ? DType::kFloat32 : t, out);
     return Status::ok();
   }
@@ -108,6 +118,18 @@ class FusedMatMulKernel : public OpKernel {
 
  private:
   Status do_compute(ComputeContext& ctx) const {
+    INGOT_RETURN_IF_ERROR(product(ctx));
+    if (!residual_) return Status::ok();
+    float* y = ctx.output(0).data<float>();
+    const float* r = ctx.input(3).data<float>();
+    parallel_for(ctx.output(0).numel(), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] += r[i];
+    });
+    return Status::ok();
+  }
+
+  // Y = act(A x W + bias).
+  Status product(ComputeContext& ctx) const {
     const Tensor& A = ctx.input(0);
     const Tensor& W = ctx.input(1);
     Tensor& Y = ctx.output(0);
@@ -198,6 +220,7 @@ class FusedMatMulKernel : public OpKernel {
 
   Spec spec_;
   bool float_output_ = false;  // output_dtype = float32
+  bool residual_ = false;      // input 3 is given
   // Set once in prepare(), read-only afterwards.
   dnnl::memory packed_;
   const void* packed_from_ = nullptr;  // the constant W's buffer that packed_ was made from

@@ -2,7 +2,8 @@
 //   1. qkv = X · W_qkv + b_qkv             one cuBLASLt GEMM with a bias epilogue, into the workspace
 //   2. context = softmax(scale · Q Kᵀ + mask) V per head, flash style (attention.cu), read from qkv
 //      and written head-interleaved into [B*S, N] without transposes
-//   3. Y = context · W_out + b_out         a second GEMM (without W_out the context is Y itself)
+//   3. Y = context · W_out + b_out (+ R)   a second GEMM (without W_out the context is Y itself); a
+//                                          residual R (input 6) is its C, added in the epilogue
 // With query_rows the context and Y have Sq = query_rows' count rows per batch instead of S: the
 // core computes those queries alone (against every key) and the out-projection runs on B·Sq rows.
 // Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] when W_out is given].
@@ -17,7 +18,7 @@
 namespace ingot::cuda {
 namespace {
 
-constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5;
+constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5, kResidual = 6;
 
 size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 
@@ -37,8 +38,9 @@ class AttentionKernel : public CudaKernel {
     if (!present(kX) || !present(kWqkv)) return "needs inputs X and W_qkv";
     DType t = in[kX].dtype;
     if (!is_device_float(t)) return "dtype " + dtype_name(t);
-    for (int i : {kWqkv, kBqkv, kWout, kBout})
+    for (int i : {kWqkv, kBqkv, kWout, kBout, kResidual})
       if (present(i) && in[size_t(i)].dtype != t) return "input " + std::to_string(i) + " dtype differs from X";
+    if (present(kResidual) && !present(kWout)) return "a residual without W_out";
     if (present(kMask)) {
       DType mt = in[kMask].dtype;
       if (attrs_.mask_kind == AttentionMaskKind::kBool ? !attention_bool_mask_dtype(mt) : !is_device_float(mt))
@@ -106,6 +108,7 @@ class AttentionKernel : public CudaKernel {
       GemmDesc out;
       out.m = out_rows, out.n = Wout.dim(1), out.k = N, out.dtype = t;
       out.bias = bout;
+      if (ctx.has_input(kResidual)) out.beta = 1.f, out.c_in = ctx.input(kResidual).raw();
       INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw(), ws, kGemmWorkspaceBytes));
     }
     return Status::ok();

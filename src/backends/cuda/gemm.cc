@@ -223,7 +223,8 @@ class GemmKernel : public CudaKernel {
 };
 
 // ingot.FusedMatMul: Y = act(A x W + bias), A [..., K] (batch dims folded into M), W [K, N],
-// bias [N] optional. The `precision` attribute is the CPU's choice of matrix unit; on CUDA
+// bias [N] optional; a residual R (input 3, Y's shape, activation "") is cuBLASLt's C with
+// beta = 1, added in the epilogue. The `precision` attribute is the CPU's choice of matrix unit; on CUDA
 // the tensors' dtypes decide. output_dtype = float32 with float16/bfloat16 inputs (a Cast
 // folded in by fuse_output_cast): the product is computed in the inputs' dtype into scratch and
 // widened on its way into Y, one kernel where the Cast was a copy and a kernel.
@@ -252,6 +253,8 @@ class FusedMatMulKernel : public CudaKernel {
     const int64_t out = node.attrs.get_int("output_dtype", 0);
     if (out != 0 && out != int64_t(DType::kFloat32))
       return invalid_model("attribute 'output_dtype' = " + std::to_string(out) + " must be 0 (A's dtype) or 1 (float32)");
+    if (node.inputs.size() > 3 && node.inputs[3] != kNoValue && (act_ != Act::kNone || out != 0))
+      return invalid_model("input 3 (residual) needs activation \"\" and output_dtype 0");
     return Status::ok();
   }
 
@@ -264,6 +267,12 @@ class FusedMatMulKernel : public CudaKernel {
     const Shape& w = inputs[1].shape;
     if (a.empty() || w.size() != 2) return "A must have rank >= 1 and W rank 2";
     const int64_t m = w[0] > 0 ? shape_numel(a) / w[0] : 0;
+    // A residual rides in the GEMM's epilogue: only on the plain cuBLASLt path (rows of Y
+    // 16-byte aligned, wider than the narrow kernel's, a nonempty product).
+    if (inputs.size() > 3 && inputs[3].present &&
+        (w[0] == 0 || w[1] <= kSkinnyMaxN || (w[1] * int64_t(dtype_size(inputs[0].dtype))) % kRowAlign != 0))
+      return "a residual with a product of K = 0, at most " + std::to_string(kSkinnyMaxN) +
+             " columns or rows that are not 16-byte multiples";
     return size_reason(m, w[1], w[0], 1);
   }
 
@@ -336,6 +345,7 @@ class FusedMatMulKernel : public CudaKernel {
     d.m = M, d.n = N, d.k = K;
     d.dtype = dt;
     d.bias = bias;
+    if (ctx.has_input(3)) d.beta = 1.f, d.c_in = ctx.input(3).raw();
     bool gelu_after = false;
     PointwiseActivation after = PointwiseActivation::kGeluErf;
     switch (act_) {

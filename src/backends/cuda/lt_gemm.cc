@@ -14,6 +14,7 @@
 // query per call would cost more than a small GEMM itself.
 #include "backends/cuda/lt_gemm.h"
 
+#include <algorithm>
 #include <bit>
 #include <mutex>
 #include <string>
@@ -237,11 +238,11 @@ float time_trials(const CudaHandles& h, cudaEvent_t start, cudaEvent_t stop, Lau
 
 // The heuristic's first choice is often not the fastest for the small-M products of batch-1
 // inference: the first time a shape runs outside graph capture, its candidates are timed on the
-// real operands and the fastest is kept. Only when C is not read (beta = 0): the trial runs
-// overwrite it, and the caller's own run follows.
-void autotune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* a, const void* b, void* c, void* ws,
-              size_t ws_bytes, const cublasLtMatmulHeuristicResult_t* results, int usable) {
-  if (usable < 2 || d.beta != 0.0f) return;
+// real operands and the fastest is kept. Only when the trial runs cannot change what they read:
+// C is not read (beta = 0) or is not the output (c_in); the caller's own run follows.
+void autotune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* a, const void* b, const void* cin,
+              void* c, void* ws, size_t ws_bytes, const cublasLtMatmulHeuristicResult_t* results, int usable) {
+  if (usable < 2 || (d.beta != 0.0f && cin == c)) return;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(h.stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) return;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -254,7 +255,7 @@ void autotune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* a
   int best_i = -1;
   for (int i = 0; i < usable; ++i) {
     const float ms = time_trials(h, start, stop, [&] {
-      return cublasLtMatmul(h.lt, plan.op, &d.alpha, b, plan.a, a, plan.b, &d.beta, c, plan.c, c, plan.c,
+      return cublasLtMatmul(h.lt, plan.op, &d.alpha, b, plan.a, a, plan.b, &d.beta, cin, plan.c, c, plan.c,
                             &results[i].algo, ws, ws_bytes, h.stream) == CUBLAS_STATUS_SUCCESS;
     });
     if (ms >= 0 && (best_i < 0 || ms < best)) best = ms, best_i = i;
@@ -297,7 +298,8 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
   const size_t elem = dtype_size(d.dtype);
   key.align_a = alignment_of(a, d.batch, key.stride_a, elem);
   key.align_b = alignment_of(b, d.batch, key.stride_b, elem);
-  key.align_c = alignment_of(c, d.batch, key.stride_c, elem);
+  const void* cin = d.c_in && d.beta != 0.0f ? d.c_in : c;
+  key.align_c = std::min(alignment_of(c, d.batch, key.stride_c, elem), alignment_of(cin, d.batch, key.stride_c, elem));
   key.align_bias = d.bias ? alignment_of(d.bias, 1, 0, elem) : 0;
 
   // The workspace cuBLASLt sees: 256-byte aligned, at most kGemmWorkspaceBytes (a fixed cap
@@ -319,8 +321,8 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
       cublasLtMatmulHeuristicResult_t results[kCandidates]{};
       int usable = 0;
       INGOT_RETURN_IF_ERROR(make_plan(handles, d, key, d.bias, *fresh, results, usable));
-      autotune(handles, d, *fresh, a, b, c, ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr, ws_bytes, results,
-               usable);
+      autotune(handles, d, *fresh, a, b, cin, c, ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr, ws_bytes,
+               results, usable);
       it = cache.plans.emplace(key, std::move(fresh)).first;
     }
     plan = it->second.get();
@@ -328,7 +330,7 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
 
   void* ws_ptr = ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr;
   auto run = [&] {
-    return check(cublasLtMatmul(handles.lt, plan->op, &d.alpha, b, plan->a, a, plan->b, &d.beta, c, plan->c, c,
+    return check(cublasLtMatmul(handles.lt, plan->op, &d.alpha, b, plan->a, a, plan->b, &d.beta, cin, plan->c, c,
                                 plan->c, &plan->algo, ws_ptr, ws_bytes, handles.stream),
                  d, "cublasLtMatmul");
   };

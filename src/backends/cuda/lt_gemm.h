@@ -1,7 +1,7 @@
 // Row-major matrix products through cuBLASLt, for every CUDA kernel that needs one
 // (MatMul, Gemm, ingot.FusedMatMul, ingot.Attention's projections).
 //
-//   C[b] = act(alpha · op(A[b]) · op(B[b]) + beta · C[b] + bias)     for b < batch
+//   D[b] = act(alpha · op(A[b]) · op(B[b]) + beta · C[b] + bias)     for b < batch (D = C unless c_in)
 //
 // All matrices are row-major; op(X) is X or Xᵀ. A, B and C share one float dtype (float32,
 // float16 or bfloat16); accumulation is float32 (TF32 tensor cores only when
@@ -28,6 +28,9 @@ struct GemmDesc {
   int64_t lda = 0, ldb = 0, ldc = 0;
   DType dtype = DType::kFloat32;
   float alpha = 1.0f, beta = 0.0f;
+  // The C that beta scales, when it is not the output itself (a residual added in the epilogue:
+  // D = A·B + bias + C into another buffer); same layout as the output. Null: C is the output.
+  const void* c_in = nullptr;
   const void* bias = nullptr;  // [n] or null
   GemmActivation activation = GemmActivation::kNone;
 };

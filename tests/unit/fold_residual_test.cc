@@ -1,0 +1,180 @@
+// fold_residual_into_product: for CUDA engines a skip-LayerNorm's residual add moves into the
+// FusedMatMul or Attention that computes its other operand, leaving a LayerNormalization; CPU
+// engines keep the SkipLayerNorm. The rewritten graph computes the same outputs (its residual
+// inputs run on the CPU kernels here), both operand orders and the pre-LN sum output are
+// handled, an activation or a broadcast residual stops it, and the transformer fixtures of both
+// exporters lose every SkipLayerNorm.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "../ops/graph_builder.h"
+#include "../ops/op_test_util.h"
+#include "io/npy.h"
+#include "onnx_import/import.h"
+#include "pass_test_util.h"
+
+namespace ingot {
+namespace {
+
+using namespace ingot::testing;
+
+constexpr int64_t B = 2, S = 5, E = 8, F = 16;
+
+struct Counts {
+  int skip_ln = 0, layer_norm = 0, residual_products = 0;
+};
+
+Counts count(const Model& m) {
+  Counts c;
+  for (const Node& n : m.graph.nodes) {
+    c.skip_ln += n.op_type == "SkipLayerNorm";
+    c.layer_norm += n.op_type == "LayerNormalization";
+    const size_t slot = n.op_type == "FusedMatMul" ? 3 : n.op_type == "Attention" ? 6 : 0;
+    c.residual_products += slot && n.inputs.size() > slot && n.inputs[slot] != kNoValue;
+  }
+  return c;
+}
+
+// m optimized for `device` (the optimizer alone: no GPU needed), and its rewrite count.
+std::pair<Model, int> optimized_for(Model m, const std::string& device, std::vector<ShapeBinding> bindings = {}) {
+  OptimizeOptions o;
+  o.device = device;
+  o.bindings = std::move(bindings);
+  auto reports = optimize(m, o);
+  EXPECT_TRUE(reports.has_value()) << reports.status().message();
+  return {std::move(m), reports ? rewrites_of(*reports, "fold_residual_into_product") : -1};
+}
+
+// Outputs of m run on the CPU as it is (no further optimization).
+std::vector<NamedTensor> run_as_is(const Model& m, const std::map<std::string, Tensor>& feeds) {
+  EngineOptions o;
+  o.optimize = false;
+  auto e = Engine::from_model(m, o);
+  EXPECT_TRUE(e.has_value()) << e.status().message();
+  if (!e) return {};
+  auto out = (*e)->create_context()->run(feeds);
+  EXPECT_TRUE(out.has_value()) << out.status().message();
+  return out ? *out : std::vector<NamedTensor>{};
+}
+
+double max_diff(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    EXPECT_EQ(a[i].tensor.shape(), b[i].tensor.shape());
+    for (int64_t k = 0; k < a[i].tensor.numel() && k < b[i].tensor.numel(); ++k)
+      d = std::max(d, std::fabs(a[i].tensor.scalar_as_double(k) - b[i].tensor.scalar_as_double(k)));
+  }
+  return d;
+}
+
+// A feed-forward block with a residual: h = LayerNorm(act(X·W1 + b1)·W2 + b2 (+) X), the residual
+// Add's operands in either order; optionally the sum is a second output (a pre-LN block carries
+// it on) and the second product has a Relu.
+Model ffn_block(bool product_first, bool sum_output, bool relu_on_second, Shape residual_shape = {B, S, E}) {
+  GraphBuilder b("test:fold_residual");
+  ValueId x = b.input("X", DType::kFloat32, {B, S, E});
+  ValueId r = residual_shape == Shape{B, S, E} ? x : b.input("R", DType::kFloat32, residual_shape);
+  ValueId h1 = b.node("Relu", {b.node("Add", {b.node("MatMul", {x, b.constant("W1", random_tensor({E, F}, 1))}),
+                                              b.constant("b1", random_tensor({F}, 2))})});
+  ValueId h2 = b.node("Add", {b.node("MatMul", {h1, b.constant("W2", random_tensor({F, E}, 3))}),
+                              b.constant("b2", random_tensor({E}, 4))});
+  if (relu_on_second) h2 = b.node("Relu", {h2});
+  ValueId sum = b.node("Add", product_first ? std::vector<ValueId>{h2, r} : std::vector<ValueId>{r, h2});
+  Attributes ln;
+  ln.set("axis", int_attr(-1));
+  b.output(b.node("LayerNormalization", {sum, b.constant("gamma", random_tensor({E}, 5)),
+                                         b.constant("beta", random_tensor({E}, 6))},
+                  ln));
+  if (sum_output) b.output(sum);
+  return b.m;
+}
+
+void expect_folded(const Model& original, const std::map<std::string, Tensor>& feeds, const std::string& what) {
+  auto [cuda, rewrites] = optimized_for(original, "cuda");
+  EXPECT_EQ(rewrites, 1) << what;
+  Counts c = count(cuda);
+  EXPECT_EQ(c.skip_ln, 0) << what;
+  EXPECT_EQ(c.layer_norm, 1) << what;
+  EXPECT_EQ(c.residual_products, 1) << what;
+  EXPECT_LE(max_diff(run_as_is(cuda, feeds), run_as_is(original, feeds)), 1e-5) << what;
+
+  auto [cpu, cpu_rewrites] = optimized_for(original, "cpu");
+  EXPECT_EQ(cpu_rewrites, 0) << what;
+  EXPECT_EQ(count(cpu).skip_ln, 1) << what;
+}
+
+TEST(FoldResidualIntoProduct, FeedForwardBlockBothOperandOrdersAndTheSumOutput) {
+  const std::map<std::string, Tensor> feeds{{"X", random_tensor({B, S, E}, 7)}};
+  expect_folded(ffn_block(true, false, false), feeds, "product + residual");
+  expect_folded(ffn_block(false, false, false), feeds, "residual + product");
+  expect_folded(ffn_block(true, true, false), feeds, "sum read as a second output");
+}
+
+TEST(FoldResidualIntoProduct, ActivationOrBroadcastResidualStaysSkipLayerNorm) {
+  for (bool relu : {true, false}) {
+    // A Relu after the second product, or a residual [S, E] that broadcasts over the batch.
+    Model m = relu ? ffn_block(true, false, true) : ffn_block(true, false, false, {S, E});
+    auto [cuda, rewrites] = optimized_for(std::move(m), "cuda");
+    EXPECT_EQ(rewrites, 0) << (relu ? "relu" : "broadcast");
+    EXPECT_EQ(count(cuda).skip_ln, 1) << (relu ? "relu" : "broadcast");
+  }
+}
+
+TEST(FoldResidualIntoProduct, KernelsRejectAResidualWithAnActivation) {
+  // The CPU kernel's contract: a residual only with activation "" (what the pass makes).
+  GraphBuilder b("test:fold_residual");
+  ValueId a = b.input("A", DType::kFloat32, {3, 4});
+  Attributes attrs;
+  attrs.set("activation", string_attr("Relu"));
+  b.output(b.node("FusedMatMul", {a, b.constant("W", random_tensor({4, 4}, 1)), kNoValue, a}, attrs, "ingot"));
+  EngineOptions o;
+  o.optimize = false;
+  auto e = Engine::from_model(b.m, o);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.status().message().find("residual"), std::string::npos) << e.status().message();
+}
+
+// The transformer fixtures of both exporters: every residual add of every layer folds (post-LN
+// BERT-style models: both per layer, the last layer's through the one-query Squeeze; GPT-2's
+// pre-LN blocks: into the residual sums, through the Reshape after its 2-D products), and the
+// rewritten graph still matches PyTorch's outputs when its products and LayerNorms run on the
+// CPU.
+TEST(FoldResidualIntoProduct, TransformerFixtures) {
+  namespace fs = std::filesystem;
+  for (const char* model : {"bert", "distilbert", "roberta", "gpt2"}) {
+    for (const char* ex : {"torchscript", "dynamo"}) {
+      const std::string what = std::string(model) + "/" + ex;
+      const fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
+      auto inputs = read_npz((dir / "inputs.npz").string());
+      auto reference = read_npz((dir / "reference.npz").string());
+      auto loaded = load_onnx((dir / (std::string("model.") + ex + ".onnx")).string());
+      ASSERT_TRUE(inputs && reference && loaded) << what;
+      ShapeBinding shapes;
+      for (const auto& [name, t] : *inputs) shapes[name] = t.shape();
+      auto [cuda, rewrites] = optimized_for(std::move(*loaded), "cuda", {shapes});
+      // Two layers of two residual adds each; what stays a SkipLayerNorm is the embeddings' sum.
+      EXPECT_EQ(rewrites, 4) << what;
+      EXPECT_EQ(count(cuda).residual_products, 4) << what;
+      for (const Node& n : cuda.graph.nodes)
+        if (n.op_type == "SkipLayerNorm")
+          for (ValueId v : n.inputs)
+            for (const Node& p : cuda.graph.nodes)
+              if (!p.outputs.empty() && p.outputs[0] == v)
+                EXPECT_TRUE(p.op_type != "FusedMatMul" && p.op_type != "Attention") << what << ": " << p.name;
+      auto outs = run_as_is(cuda, *inputs);
+      for (const auto& o : outs) {
+        const Tensor& want = reference->at(o.name);
+        double err = 0;
+        for (int64_t i = 0; i < want.numel(); ++i)
+          err = std::max(err, std::fabs(o.tensor.scalar_as_double(i) - want.scalar_as_double(i)));
+        EXPECT_LE(err, 1e-4) << what << " output " << o.name;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ingot
