@@ -412,6 +412,7 @@ int run_bench(const BenchOptions& o) {
   }
   std::cout << "machine   " << (cpu.empty() ? "unknown CPU" : cpu) << ", " << cores << " logical cores, " << kernel
             << ", load average " << load << " at start\n";
+  if (std::string n = cpu_bf16_note(engine->options().device, engine->options().precision); !n.empty()) note(n);
   std::cout << "timing    warm-up " << o.warmup_ms << " ms per backend; then at least " << o.iterations
             << " runs per backend and " << o.duration << " s of timed runs"
             << (peer ? " (both together), alternating blocks of " + std::to_string(o.block) + " (ingot, ORT), " +

@@ -134,6 +134,7 @@ int run_build(const BuildOptions& o) {
   std::cout << "engine:     " << o.output << " (" << human_bytes(double(std::filesystem::file_size(o.output)))
             << ", device " << o.device << ", precision " << o.precision << ", built in "
             << std::fixed << std::setprecision(2) << std::chrono::duration<double>(t1 - t0).count() << " s)\n";
+  if (std::string n = cpu_bf16_note(o.device, o.precision); !n.empty()) note(n);
   return kExitOk;
 }
 

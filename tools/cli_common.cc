@@ -1,5 +1,6 @@
 #include "cli_common.h"
 
+#include "backends/cpu/bf16_products.h"
 #include "runtime/engine.h"
 
 #include <cstdio>
@@ -32,6 +33,12 @@ int usage_error(const std::string& message) {
 }
 
 void note(const std::string& message) { std::cout << "note: " << one_line(message) << "\n"; }
+
+std::string cpu_bf16_note(const std::string& device, const std::string& precision) {
+  if (device != "cpu" || precision != "bf16" || cpu::bf16_products_pay()) return "";
+  return "this CPU has no AMX: the engine's bf16 matrix products run in float32 here (oneDNN's AVX512-BF16 "
+         "matmul is slower than its float32 one on such CPUs); on a CPU with AMX the same engine runs them in bf16";
+}
 
 Expected<Shape> parse_dims(const std::string& dims) {
   Shape s;

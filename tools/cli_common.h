@@ -51,6 +51,9 @@ int error(const Status& st);
 int usage_error(const std::string& message);
 // One line "note: ..." on stdout: things the user may want to know but that are not errors.
 void note(const std::string& message);
+// For a CPU engine of precision bf16 on a CPU where bf16 products do not pay (no AMX), the note
+// that they run in float32 here; "" otherwise.
+std::string cpu_bf16_note(const std::string& device, const std::string& precision);
 
 // "name:1x128,other:1x128" (trtexec's --shapes). Scalars: "name:" or "name:scalar".
 // Names may contain ':' (the last ':' separates the shape). Error: bad usage.

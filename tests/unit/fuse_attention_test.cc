@@ -287,6 +287,7 @@ TEST(FuseAttention, KernelBoolCausalAndPaddingMultiBlock) {
 // precision bf16 (bf16 engines set it): both projections on oneDNN's bf16 path, with the
 // packed weights reused over repeated runs of one engine.
 TEST(FuseAttention, KernelBf16Projections) {
+  setenv("INGOT_CPU_BF16_PRODUCTS", "on", 1);  // oneDNN's bf16 path even on CPUs without AMX
   Case c;
   // Scores of order 1 (a trained model's): with weights in [-1, 1] and the usual 1/sqrt(D)
   // they would be tens, and bf16's rounding of Q and K would move the softmax's winner.
@@ -300,6 +301,7 @@ TEST(FuseAttention, KernelBf16Projections) {
   run_case(c, [&](Tensor& m) {
     for (int64_t i = 0; i < m.numel(); ++i) m.data<float>()[i] = 0.f;
   });
+  unsetenv("INGOT_CPU_BF16_PRODUCTS");
 }
 
 TEST(FuseAttention, KernelCausalAttributeNoOutputProjection) {

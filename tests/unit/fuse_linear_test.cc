@@ -302,6 +302,9 @@ Tensor run_fused(const Tensor& A, const Tensor& W, const Tensor* bias, const std
 }
 
 TEST(FuseLinear, KernelMatchesReferenceOnAwkwardShapes) {
+  // bf16 on oneDNN's bf16 matmul whatever this CPU is (on CPUs without AMX it would compute in
+  // float32: FuseLinear.Bf16WithoutBf16ProductsIsFloat32).
+  setenv("INGOT_CPU_BF16_PRODUCTS", "on", 1);
   struct Case { Shape a; int64_t N; };
   std::vector<Case> cases = {{{2, 3, 5, 16}, 17}, {{1, 33}, 1}, {{4, 1}, 70}, {{129, 64}, 48}, {{7}, 3},
                              {{2, 64, 96}, 200}};
@@ -321,6 +324,23 @@ TEST(FuseLinear, KernelMatchesReferenceOnAwkwardShapes) {
             EXPECT_LE(max_abs_diff(got, want), tol) << shape_str(c.a) << " N=" << c.N << " act=" << act
                                                     << " bias=" << with_bias << " w_input=" << w_input << " " << prec;
           }
+  unsetenv("INGOT_CPU_BF16_PRODUCTS");
+}
+
+// Where bf16 products do not pay (no AMX: backends/cpu/bf16_products.h), precision bf16
+// computes in float32: the same numbers as precision fp32, few rows and many, constant and
+// per-call weights.
+TEST(FuseLinear, Bf16WithoutBf16ProductsIsFloat32) {
+  setenv("INGOT_CPU_BF16_PRODUCTS", "off", 1);
+  uint32_t seed = 500;
+  for (Shape a : {Shape{3, 96}, Shape{200, 96}})
+    for (bool w_input : {false, true}) {
+      Tensor A = random_tensor(a, seed++), W = random_tensor({96, 130}, seed++), bias = random_tensor({130}, seed++);
+      Tensor f32 = run_fused(A, W, &bias, "Gelu", "fp32", w_input);
+      Tensor bf16 = run_fused(A, W, &bias, "Gelu", "bf16", w_input);
+      EXPECT_EQ(max_abs_diff(f32, bf16), 0.0) << shape_str(a) << " w_input=" << w_input;
+    }
+  unsetenv("INGOT_CPU_BF16_PRODUCTS");
 }
 
 TEST(FuseLinear, KernelRepeatedCallsAndEmptyK) {

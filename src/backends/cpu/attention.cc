@@ -41,6 +41,7 @@
 #include <mutex>
 
 #include "backends/cpu/attention_util.h"
+#include "backends/cpu/bf16_products.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/fused_matmul_util.h"
 #include "backends/cpu/gemm_few_rows.h"
@@ -187,7 +188,7 @@ class AttentionKernel : public OpKernel {
     attrs_ = *a;
     const std::string p = node.attrs.get_string("precision", "fp32");
     if (p != "fp32" && p != "bf16") return invalid_model("attribute 'precision' = '" + p + "' must be \"fp32\" or \"bf16\"");
-    bf16_ = p == "bf16";
+    bf16_ = p == "bf16" && cpu::bf16_products_pay();  // else float32 (bf16_products.h)
     return Status::ok();
   }
 

@@ -17,9 +17,11 @@
 // read the packed layout gets its own packed copy.
 //
 // precision "bf16": weights packed as bf16, A converted to bf16 per call (one oneDNN
-// reorder), f32 accumulation and output; on CPUs with AMX this runs on the tile units.
+// reorder), f32 accumulation and output, on the AMX tile units; on CPUs without AMX the
+// product computes in float32 instead (bf16_products.h says why).
 #include <cmath>
 
+#include "backends/cpu/bf16_products.h"
 #include "backends/cpu/float_kernel_util.h"
 #include "backends/cpu/fused_matmul_util.h"
 #include "backends/cpu/gemm_few_rows.h"
@@ -49,7 +51,7 @@ class FusedMatMulKernel : public OpKernel {
       return invalid_model("attribute 'activation' = '" + a + "' must be \"\", \"Relu\", \"Gelu\" or \"GeluTanh\"");
     std::string p = node.attrs.get_string("precision", "fp32");
     if (p != "fp32" && p != "bf16") return invalid_model("attribute 'precision' = '" + p + "' must be \"fp32\" or \"bf16\"");
-    spec_.bf16 = p == "bf16";
+    spec_.bf16 = p == "bf16" && cpu::bf16_products_pay();
     spec_.bias = node.inputs.size() > 2 && node.inputs[2] != kNoValue;
     const int64_t out = node.attrs.get_int("output_dtype", 0);
     if (out != 0 && out != int64_t(DType::kFloat32))
