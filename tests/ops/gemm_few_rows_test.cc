@@ -1,5 +1,5 @@
 // gemm_few_rows (the CPU product of a few rows on packed float32 weights; gemm_few_rows_bf16 on
-// AMX for bf16 weights) against a naive
+// AMX for bf16 weights; gemm_few_rows_w16 on bf16 weights in float32 arithmetic) against a naive
 // double-precision reference and against oneDNN's matmul reading the same packed weights, on
 // random inputs: every row count up to kFewRowsMax (one, two and three row blocks), panels cut
 // short (N not a multiple of 32), K not a multiple of 16, with and without bias, every
@@ -144,6 +144,42 @@ TEST(GemmFewRows, Bf16OnAmxMatchesOneDnnAndReference) {
                     0.02 * std::sqrt(double(sh.K)))
               << where;
         }
+  }
+}
+
+// gemm_few_rows_w16 (bf16 weights widened as they are read, float32 arithmetic): exactly what
+// gemm_few_rows computes on the same weights rounded to bf16 and kept in float32 (the widening
+// is exact and the FMAs run in the same order), and within bf16's rounding of the float32
+// reference.
+TEST(GemmFewRows, Bf16WeightsWidenedMatchFloat32OnRoundedWeights) {
+  if (!cpu::few_rows_supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  struct Shape2 { int64_t K, N; };
+  const std::vector<Shape2> shapes = {{1, 1}, {5, 2}, {16, 32}, {17, 33}, {33, 100}, {768, 64}, {300, 70}};
+  uint32_t seed = 700;
+  for (const auto& sh : shapes) {
+    Tensor W = random_tensor({sh.K, sh.N}, seed++);
+    Tensor bias = random_tensor({sh.N}, seed++);
+    Tensor Wr = W.clone();
+    for (int64_t i = 0; i < Wr.numel(); ++i)
+      Wr.data<float>()[i] = float(bfloat16(W.data<float>()[i]));  // as oneDNN rounds: to nearest even
+    const dnnl::memory narrow =
+        fused_matmul::pack_weights(W.data<float>(), sh.K, sh.N, fused_matmul::bf16_narrow_panel_layout(sh.K, sh.N));
+    const dnnl::memory rounded =
+        fused_matmul::pack_weights(Wr.data<float>(), sh.K, sh.N, fused_matmul::panel_layout(sh.K, sh.N));
+    for (int64_t M : {1, 5, 12, 13, 25, 32})
+      for (Activation act : {Activation::kNone, Activation::kGelu})
+        for (bool with_bias : {false, true}) {
+          Tensor A = random_tensor({M, sh.K}, seed++);
+          const float* b = with_bias ? bias.data<float>() : nullptr;
+          ASSERT_TRUE(cpu::few_rows_reads(narrow.get_desc(), M));
+          const std::vector<float> y = run_kernel(narrow, A, M, sh.N, b, act);
+          const std::string where = describe(sh.K, sh.N, M, act, with_bias);
+          EXPECT_EQ(max_diff(y, run_kernel(rounded, A, M, sh.N, b, act)), 0.0) << where;
+          EXPECT_LE(max_diff(y, reference(A.data<float>(), W.data<float>(), b, M, sh.K, sh.N, act)),
+                    0.01 * std::sqrt(double(sh.K)))
+              << where;
+        }
+    EXPECT_FALSE(cpu::few_rows_reads(narrow.get_desc(), cpu::kFewRowsMax + 1));
   }
 }
 

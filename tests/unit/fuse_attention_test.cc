@@ -284,23 +284,33 @@ TEST(FuseAttention, KernelBoolCausalAndPaddingMultiBlock) {
   });
 }
 
-// precision bf16 (bf16 engines set it): both projections on oneDNN's bf16 path, with the
-// packed weights reused over repeated runs of one engine.
+// precision bf16 (bf16 engines set it): both projections on oneDNN's bf16 path or, where
+// bf16 products do not pay, in float32 with few-row products on bf16 weights; the packed
+// weights reused over repeated runs of one engine.
 TEST(FuseAttention, KernelBf16Projections) {
-  setenv("INGOT_CPU_BF16_PRODUCTS", "on", 1);  // oneDNN's bf16 path even on CPUs without AMX
-  Case c;
-  // Scores of order 1 (a trained model's): with weights in [-1, 1] and the usual 1/sqrt(D)
-  // they would be tens, and bf16's rounding of Q and K would move the softmax's winner.
-  c.precision = "bf16", c.S = 33, c.E = 64, c.H = 4, c.M = 48, c.scale = 0.02f;
-  c.mask_kind = "add", c.mask_shape = {c.B, 1, 1, c.S};
-  run_case(c, [&](Tensor& m) {
-    for (int64_t b = 0; b < c.B; ++b)
-      for (int64_t j = 0; j < c.S; ++j) m.data<float>()[b * c.S + j] = j < c.S - 5 * b ? 0.f : -INFINITY;
-  });
-  c.out_proj = false;
-  run_case(c, [&](Tensor& m) {
-    for (int64_t i = 0; i < m.numel(); ++i) m.data<float>()[i] = 0.f;
-  });
+  // on: oneDNN's bf16 matmul whatever this CPU is; off: float32 products, the few-row ones on
+  // bf16 weights (what CPUs without AMX run).
+  for (const char* mode : {"on", "off"}) {
+    setenv("INGOT_CPU_BF16_PRODUCTS", mode, 1);
+    Case c;
+    // Scores of order 1 (a trained model's): with weights in [-1, 1] and the usual 1/sqrt(D)
+    // they would be tens, and bf16's rounding of Q and K would move the softmax's winner.
+    c.precision = "bf16", c.S = 33, c.E = 64, c.H = 4, c.M = 48, c.scale = 0.02f;
+    c.mask_kind = "add", c.mask_shape = {c.B, 1, 1, c.S};
+    run_case(c, [&](Tensor& m) {
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t j = 0; j < c.S; ++j) m.data<float>()[b * c.S + j] = j < c.S - 5 * b ? 0.f : -INFINITY;
+    });
+    c.out_proj = false;
+    run_case(c, [&](Tensor& m) {
+      for (int64_t i = 0; i < m.numel(); ++i) m.data<float>()[i] = 0.f;
+    });
+    // 12 rows: the few-row products.
+    c.B = 1, c.S = 12, c.out_proj = true, c.mask_shape = {1, 1, 1, c.S};
+    run_case(c, [&](Tensor& m) {
+      for (int64_t j = 0; j < c.S; ++j) m.data<float>()[j] = j < 10 ? 0.f : -INFINITY;
+    });
+  }
   unsetenv("INGOT_CPU_BF16_PRODUCTS");
 }
 

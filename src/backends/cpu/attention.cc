@@ -66,7 +66,9 @@ class PackedLinear {
  public:
   // Keeps a float32 copy of constant weights/bias; `w` null: weights arrive at run time.
   // Throws dnnl::error (callers are inside guard).
-  void set_constant(const Tensor* w, const Tensor* b, bool bf16) {
+  // `narrow_bf16`: float32 products, but few-row ones read a bf16 copy of the weights
+  // (gemm_few_rows_w16; FusedMatMul does the same).
+  void set_constant(const Tensor* w, const Tensor* b, bool bf16, bool narrow_bf16) {
     bf16_ = bf16;
     if (w) w_src_ = w->raw(), w_ = to_f32(*w).clone();
     if (b) b_src_ = b->raw(), b_ = to_f32(*b).clone();
@@ -74,6 +76,7 @@ class PackedLinear {
       fused_matmul::Spec spec;
       spec.K = w_.dim(0), spec.N = w_.dim(1), spec.bf16 = bf16, spec.bias = b != nullptr;
       layout_ = fused_matmul::constant_weights_layout(spec, fused_matmul::kRepresentativeM);
+      if (narrow_bf16) few_layout_ = fused_matmul::bf16_narrow_panel_layout(spec.K, spec.N);
     }
   }
 
@@ -84,11 +87,12 @@ class PackedLinear {
     if (B) bf = b_.defined() && B->raw() == b_src_ ? b_ : to_f32(*B);
     fused_matmul::Spec spec;
     spec.K = K, spec.N = N, spec.bf16 = bf16_, spec.bias = B != nullptr;
-    if (packed && cpu::few_rows_reads(layout_, M)) {
-      cpu::gemm_few_rows_packed(packed_weights(layout_), x, M, B ? bf.data<float>() : nullptr,
-                                fused_matmul::Activation::kNone, y);
-      return Status::ok();
-    }
+    for (const dnnl::memory::desc* few : {&few_layout_, &layout_})
+      if (packed && !few->is_zero() && cpu::few_rows_reads(*few, M)) {
+        cpu::gemm_few_rows_packed(packed_weights(*few), x, M, B ? bf.data<float>() : nullptr,
+                                  fused_matmul::Activation::kNone, y);
+        return Status::ok();
+      }
     std::string key = key_of({{M, K, N, packed, B != nullptr}});
     auto p = prims_.get(key, [&] {
       auto r = std::make_shared<Prim>();
@@ -152,6 +156,7 @@ class PackedLinear {
   mutable std::mutex mu_;
   mutable std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;
   dnnl::memory::desc layout_;  // of the constant weights' packed copy (constant_weights_layout)
+  dnnl::memory::desc few_layout_;  // narrow_bf16: the few-row copy's layout; else zero
 };
 
 // The attention core compiled twice: for AVX-512 (chosen at run time) and for the AVX2 baseline.
@@ -189,14 +194,15 @@ class AttentionKernel : public OpKernel {
     const std::string p = node.attrs.get_string("precision", "fp32");
     if (p != "fp32" && p != "bf16") return invalid_model("attribute 'precision' = '" + p + "' must be \"fp32\" or \"bf16\"");
     bf16_ = p == "bf16" && cpu::bf16_products_pay();  // else float32 (bf16_products.h)
+    narrow_bf16_ = p == "bf16" && !bf16_;
     return Status::ok();
   }
 
   Status prepare(const std::vector<const Tensor*>& c) override {
     auto at = [&](int i) { return i < int(c.size()) ? c[size_t(i)] : nullptr; };
     return guard([&] {
-      qkv_.set_constant(at(kWqkv), at(kBqkv), bf16_);
-      out_.set_constant(at(kWout), at(kBout), bf16_);
+      qkv_.set_constant(at(kWqkv), at(kBqkv), bf16_, narrow_bf16_);
+      out_.set_constant(at(kWout), at(kBout), bf16_, narrow_bf16_);
       return Status::ok();
     });
   }
@@ -377,6 +383,7 @@ class AttentionKernel : public OpKernel {
 
   AttentionAttrs attrs_;
   bool bf16_ = false;  // precision "bf16": the projections in bfloat16
+  bool narrow_bf16_ = false;  // precision "bf16" without bf16 products: few-row projections on bf16 weights
   PackedLinear qkv_, out_;
 };
 

@@ -17,8 +17,10 @@
 // read the packed layout gets its own packed copy.
 //
 // precision "bf16": weights packed as bf16, A converted to bf16 per call (one oneDNN
-// reorder), f32 accumulation and output, on the AMX tile units; on CPUs without AMX the
-// product computes in float32 instead (bf16_products.h says why).
+// reorder), f32 accumulation and output, on the AMX tile units. On CPUs without AMX the
+// product computes in float32 instead (bf16_products.h says why), on float32 weights for many
+// rows and, for at most kFewRowsMax rows (which stream their weights), on a bf16 copy
+// widened as it is read (gemm_few_rows_w16).
 #include <cmath>
 
 #include "backends/cpu/bf16_products.h"
@@ -52,6 +54,7 @@ class FusedMatMulKernel : public OpKernel {
     std::string p = node.attrs.get_string("precision", "fp32");
     if (p != "fp32" && p != "bf16") return invalid_model("attribute 'precision' = '" + p + "' must be \"fp32\" or \"bf16\"");
     spec_.bf16 = p == "bf16" && cpu::bf16_products_pay();
+    narrow_bf16_ = p == "bf16" && !spec_.bf16;
     spec_.bias = node.inputs.size() > 2 && node.inputs[2] != kNoValue;
     const int64_t out = node.attrs.get_int("output_dtype", 0);
     if (out != 0 && out != int64_t(DType::kFloat32))
@@ -72,6 +75,8 @@ class FusedMatMulKernel : public OpKernel {
     // whatever oneDNN says there.
     Status st = guard([&] {
       packed_ = pack_weights(w->data<float>(), s.K, s.N, constant_weights_layout(s, kRepresentativeM));
+      if (narrow_bf16_ && cpu::few_rows_supported())
+        packed_few_ = pack_weights(w->data<float>(), s.K, s.N, bf16_narrow_panel_layout(s.K, s.N));
       packed_from_ = w->raw();
       packed_spec_ = s;
       return Status::ok();
@@ -143,6 +148,10 @@ class FusedMatMulKernel : public OpKernel {
     if (s.K == 0) return fill_bias_only(Y.data<float>(), M, s.N, bias);
 
     bool packed = packed_from_ != nullptr && W.raw() == packed_from_ && s.K == packed_spec_.K && s.N == packed_spec_.N;
+    if (packed && packed_few_ && cpu::few_rows_reads(packed_few_.get_desc(), M)) {
+      cpu::gemm_few_rows_packed(packed_few_, A.data<float>(), M, bias, s.act, Y.data<float>());
+      return Status::ok();
+    }
     if (packed && cpu::few_rows_reads(packed_.get_desc(), M)) {
       cpu::gemm_few_rows_packed(packed_, A.data<float>(), M, bias, s.act, Y.data<float>());
       return Status::ok();
@@ -223,8 +232,12 @@ class FusedMatMulKernel : public OpKernel {
   Spec spec_;
   bool float_output_ = false;  // output_dtype = float32
   bool residual_ = false;      // input 3 is given
+  // precision bf16 where bf16 products do not pay (bf16_products.h): float32 products, except
+  // that few-row ones read bf16 weights (packed_few_), half the bytes of their stream.
+  bool narrow_bf16_ = false;
   // Set once in prepare(), read-only afterwards.
   dnnl::memory packed_;
+  dnnl::memory packed_few_;  // narrow_bf16_: the weights in bf16_narrow_panel_layout
   const void* packed_from_ = nullptr;  // the constant W's buffer that packed_ was made from
   Spec packed_spec_;
   mutable Cache<Prim> cache_;  // by M and packed/plain path; mutex-protected

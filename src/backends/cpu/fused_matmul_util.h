@@ -73,6 +73,11 @@ inline dnnl::memory::desc panel_layout(int64_t K, int64_t N) { return {{K, N}, d
 // layout gemm_few_rows_bf16 reads.
 inline dnnl::memory::desc bf16_panel_layout(int64_t K, int64_t N) { return {{K, N}, dt::bf16, tag::BA16a64b2a}; }
 
+// bf16 weights as panel_layout's 32-column panels (Kp rows of 32 bfloat16): what
+// gemm_few_rows_w16 reads where bf16 products do not pay (no AMX, bf16_products.h): few-row
+// products stream half panel_layout's bytes and compute in float32.
+inline dnnl::memory::desc bf16_narrow_panel_layout(int64_t K, int64_t N) { return {{K, N}, dt::bf16, tag::BA16a32b}; }
+
 // The layout constant weights are packed in, once, for every M. Float32: panel_layout when
 // oneDNN's brgemm matmul reads it, so one packed copy serves oneDNN (M > kFewRowsMax) and
 // gemm_few_rows. oneDNN's own choice on AVX-512 is 64-column panels, 5–7 % faster for its

@@ -20,14 +20,14 @@ namespace {
 
 using fused_matmul::Activation;
 
-constexpr int64_t kPanel = 32;         // columns per panel: 2 vectors of 16 floats
-constexpr int kRowBlock = 12;          // rows per pass: 12 x 2 accumulators of the 32 registers
-constexpr int64_t kPrefetchRows = 64;  // panel rows prefetched ahead: 64 x 128 B = 8 KB
+constexpr int64_t kPanel = 32;            // columns per panel: 2 vectors of 16 floats
+constexpr int kRowBlock = 12;             // rows per pass: 12 x 2 accumulators of the 32 registers
+constexpr int64_t kPrefetchBytes = 8192;  // how far ahead of the panel row in use the prefetches run
 
 struct Tile {
   const float* a;     // the block's first row of A
   int64_t K;          // A's leading dimension and the panel rows used
-  const float* w;     // the panel
+  const void* w;      // the panel (float32, or bfloat16 for gemm_few_rows_w16)
   const float* bias;  // null, or the bias of the panel's first column
   float* y;           // the block's first row, at the panel's first column
   int64_t ldy;
@@ -65,17 +65,30 @@ __attribute__((target("avx512f"))) void store_rows(float* c, int64_t ldc, int64_
   for (int64_t m = 0; m < rows; ++m) std::copy_n(c + m * ldc, ncols, y + m * ldy);
 }
 
-template <int MT>
+// One panel row's 32 weights as two vectors of 16 floats. bfloat16 is float32's upper half:
+// widening is a zero extension and a shift, exact.
+__attribute__((target("avx512f"))) inline void load_row(const float* wk, __m512& w0, __m512& w1) {
+  w0 = _mm512_loadu_ps(wk), w1 = _mm512_loadu_ps(wk + 16);
+}
+__attribute__((target("avx512f"))) inline void load_row(const uint16_t* wk, __m512& w0, __m512& w1) {
+  const __m512i v = _mm512_loadu_si512(wk);
+  w0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
+  w1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
+}
+
+template <class WT, int MT>
 __attribute__((target("avx512f"), noinline)) void tile(const Tile& t) {
   __m512 c0[MT], c1[MT];
   for (int m = 0; m < MT; ++m) c0[m] = _mm512_setzero_ps(), c1[m] = _mm512_setzero_ps();
+  const WT* w = static_cast<const WT*>(t.w);
   for (int64_t k = 0; k < t.K; ++k) {
-    const float* wk = t.w + k * kPanel;
+    const WT* wk = w + k * kPanel;
     // Past the panel's end this touches the next panel (or nothing: prefetches never fault).
-    const char* ahead = reinterpret_cast<const char*>(wk + kPrefetchRows * kPanel);
+    const char* ahead = reinterpret_cast<const char*>(wk) + kPrefetchBytes;
     _mm_prefetch(ahead, _MM_HINT_T0);
-    _mm_prefetch(ahead + 64, _MM_HINT_T0);
-    const __m512 w0 = _mm512_loadu_ps(wk), w1 = _mm512_loadu_ps(wk + 16);
+    if constexpr (sizeof(WT) == 4) _mm_prefetch(ahead + 64, _MM_HINT_T0);
+    __m512 w0, w1;
+    load_row(wk, w0, w1);
 #pragma GCC unroll 12
     for (int m = 0; m < MT; ++m) {
       const __m512 x = _mm512_set1_ps(t.a[m * t.K + k]);
@@ -96,11 +109,31 @@ __attribute__((target("avx512f"), noinline)) void tile(const Tile& t) {
   if (t.act != Activation::kNone) activate(t.y, t.ldy, MT, t.ncols, t.act);
 }
 
-template <int... I>
+template <class WT, int... I>
 constexpr std::array<void (*)(const Tile&), sizeof...(I)> tiles(std::integer_sequence<int, I...>) {
-  return {&tile<I + 1>...};
+  return {&tile<WT, I + 1>...};
 }
-constexpr auto kTiles = tiles(std::make_integer_sequence<int, kRowBlock>{});
+
+// Threads over contiguous ranges of panels (each thread's weights are one stream), row blocks
+// of kRowBlock within each panel.
+template <class WT>
+void few_rows(const float* A, int64_t M, int64_t K, int64_t N, const WT* W, const float* bias, Activation act,
+              float* Y) {
+  static constexpr auto kTiles = tiles<WT>(std::make_integer_sequence<int, kRowBlock>{});
+  const int64_t panels = (N + kPanel - 1) / kPanel;
+  const int64_t Kp = (K + 15) / 16 * 16;
+  parallel_for(panels, M * K * kPanel, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int ncols = int(std::min<int64_t>(kPanel, N - p * kPanel));
+      for (int64_t m = 0; m < M; m += kRowBlock) {
+        const int rows = int(std::min<int64_t>(kRowBlock, M - m));
+        const Tile t{A + m * K, K, W + p * Kp * kPanel, bias ? bias + p * kPanel : nullptr, Y + m * N + p * kPanel,
+                     N, ncols, act};
+        kTiles[size_t(rows - 1)](t);
+      }
+    }
+  });
+}
 
 // ---- bfloat16 on the AMX tile unit ----
 
@@ -176,20 +209,12 @@ bool few_rows_supported() {
 
 void gemm_few_rows(const float* A, int64_t M, int64_t K, int64_t N, const float* W, const float* bias,
                    Activation act, float* Y) {
-  const int64_t panels = (N + kPanel - 1) / kPanel;
-  const int64_t Kp = (K + 15) / 16 * 16;
-  // Contiguous ranges of panels per thread: each thread's weights are one stream.
-  parallel_for(panels, M * K * kPanel, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const int ncols = int(std::min<int64_t>(kPanel, N - p * kPanel));
-      for (int64_t m = 0; m < M; m += kRowBlock) {
-        const int rows = int(std::min<int64_t>(kRowBlock, M - m));
-        const Tile t{A + m * K, K, W + p * Kp * kPanel, bias ? bias + p * kPanel : nullptr, Y + m * N + p * kPanel,
-                     N, ncols, act};
-        kTiles[size_t(rows - 1)](t);
-      }
-    }
-  });
+  few_rows(A, M, K, N, W, bias, act, Y);
+}
+
+void gemm_few_rows_w16(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
+                       Activation act, float* Y) {
+  few_rows(A, M, K, N, W, bias, act, Y);
 }
 
 bool few_rows_bf16_supported() {
@@ -223,6 +248,7 @@ void gemm_few_rows_bf16(const float* A, int64_t M, int64_t K, int64_t N, const u
 bool few_rows_reads(const dnnl::memory::desc& layout, int64_t M) {
   const dnnl::memory::dims& d = layout.dims();
   if (d.size() != 2) return false;
+  if (layout == fused_matmul::bf16_narrow_panel_layout(d[0], d[1])) return M <= kFewRowsMax && few_rows_supported();
   if (layout.data_type() == dnnl::memory::data_type::bf16)
     return M <= kFewRowsMaxBf16 && few_rows_bf16_supported() && layout == fused_matmul::bf16_panel_layout(d[0], d[1]);
   return M <= kFewRowsMax && few_rows_supported() && layout == fused_matmul::panel_layout(d[0], d[1]);
@@ -232,7 +258,9 @@ void gemm_few_rows_packed(const dnnl::memory& packed, const float* A, int64_t M,
                           float* Y) {
   const dnnl::memory::desc layout = packed.get_desc();
   const int64_t K = layout.dims()[0], N = layout.dims()[1];
-  if (layout.data_type() == dnnl::memory::data_type::bf16)
+  if (layout == fused_matmul::bf16_narrow_panel_layout(K, N))
+    gemm_few_rows_w16(A, M, K, N, static_cast<const uint16_t*>(packed.get_data_handle()), bias, act, Y);
+  else if (layout.data_type() == dnnl::memory::data_type::bf16)
     gemm_few_rows_bf16(A, M, K, N, static_cast<const uint16_t*>(packed.get_data_handle()), bias, act, Y);
   else
     gemm_few_rows(A, M, K, N, static_cast<const float*>(packed.get_data_handle()), bias, act, Y);

@@ -45,6 +45,12 @@ void gemm_few_rows(const float* A, int64_t M, int64_t K, int64_t N, const float*
 // with identical results (same products, same float32 accumulation order per tile).
 constexpr int64_t kFewRowsMaxBf16 = 16;  // rows of one A tile
 
+// The same product on bfloat16 weights in fused_matmul::bf16_narrow_panel_layout, widened to
+// float32 as they are read (exact): half the bytes to stream, float32 arithmetic. For bf16
+// engines on CPUs where bf16 arithmetic does not pay (bf16_products.h), M ≤ kFewRowsMax.
+void gemm_few_rows_w16(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
+                       fused_matmul::Activation act, float* Y);
+
 // Whether this CPU (and the kernel) lets the process use AMX with bf16.
 bool few_rows_bf16_supported();
 
