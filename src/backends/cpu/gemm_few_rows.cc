@@ -65,15 +65,17 @@ __attribute__((target("avx512f"))) void store_rows(float* c, int64_t ldc, int64_
   for (int64_t m = 0; m < rows; ++m) std::copy_n(c + m * ldc, ncols, y + m * ldy);
 }
 
-// One panel row's 32 weights as two vectors of 16 floats. bfloat16 is float32's upper half:
-// widening is a zero extension and a shift, exact.
+// One panel row's 32 weights as two vectors of 16 floats: float32, columns 0-15 and 16-31;
+// bfloat16 (float32's upper half, so widening is exact), the even columns and the odd ones: a
+// 32-bit lane holds columns 2j (low half) and 2j + 1 (high half), which a shift and a mask
+// widen in two operations (a zero extension per half would take four).
 __attribute__((target("avx512f"))) inline void load_row(const float* wk, __m512& w0, __m512& w1) {
   w0 = _mm512_loadu_ps(wk), w1 = _mm512_loadu_ps(wk + 16);
 }
 __attribute__((target("avx512f"))) inline void load_row(const uint16_t* wk, __m512& w0, __m512& w1) {
   const __m512i v = _mm512_loadu_si512(wk);
-  w0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
-  w1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
+  w0 = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  w1 = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(int(0xffff0000u))));
 }
 
 template <class WT, int MT>
@@ -94,6 +96,14 @@ __attribute__((target("avx512f"), noinline)) void tile(const Tile& t) {
       const __m512 x = _mm512_set1_ps(t.a[m * t.K + k]);
       c0[m] = _mm512_fmadd_ps(x, w0, c0[m]);
       c1[m] = _mm512_fmadd_ps(x, w1, c1[m]);
+    }
+  }
+  if constexpr (sizeof(WT) == 2) {  // even/odd columns back to 0-15 / 16-31
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    for (int m = 0; m < MT; ++m) {
+      const __m512 e = c0[m], o = c1[m];
+      c0[m] = _mm512_permutex2var_ps(e, lo, o), c1[m] = _mm512_permutex2var_ps(e, hi, o);
     }
   }
   const __mmask16 k0 = t.ncols >= 16 ? __mmask16(0xffff) : __mmask16((1u << t.ncols) - 1);
