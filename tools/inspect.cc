@@ -1,5 +1,7 @@
-// ingot inspect MODEL [--json FILE]: what is in an ONNX model and what ingot can't run.
-// Uses only the importer, so it works on models with unsupported ops.
+// ingot inspect MODEL [--json FILE]: what is in an ONNX model and what ingot can't run, or, for
+// an engine file, what it was built for (device, ISA, precision, profiles, memory) and its
+// optimized graph. Uses only the importer and the engine file reader (no device), so it works
+// on models with unsupported ops and on engines for a GPU this machine lacks.
 #include <algorithm>
 #include <fstream>
 #include <iomanip>
@@ -9,6 +11,8 @@
 
 #include "cli_common.h"
 #include "onnx_import/import.h"
+#include "plan/engine_file.h"
+#include "runtime/profile.h"
 #include "runtime/kernel.h"
 
 namespace ingot::cli {
@@ -86,17 +90,51 @@ std::string with_commas(int64_t v) {
   return std::string(out.rbegin(), out.rend());
 }
 
+// The engine manifest's fields people look for, one per line.
+void print_engine(std::ostream& out, const nlohmann::json& man) {
+  auto str = [&](const char* k) { return man.contains(k) ? (man[k].is_string() ? man[k].get<std::string>() : man[k].dump()) : std::string("?"); };
+  out << "engine      format " << str("format_version") << ", built by ingot " << str("ingot_version") << "\n";
+  out << "device      " << str("device") << " (" << str("isa") << ")";
+  if (man.contains("cuda") && man["cuda"].is_object()) {
+    const auto& c = man["cuda"];
+    if (c.contains("gpu")) out << ", " << c["gpu"].get<std::string>();
+  }
+  out << "\n";
+  out << "precision   " << str("precision") << "\n";
+  if (man.contains("source_model")) out << "built from  " << str("source_model") << "\n";
+  if (man.contains("profiles")) {
+    auto profiles = profiles_from_json(man["profiles"]);
+    out << "profiles    "
+        << (!profiles ? man["profiles"].dump() : profiles->empty() ? "none (static input shapes)" : describe_profiles(*profiles))
+        << "\n";
+  }
+  if (man.contains("weight_bytes")) out << "weights     " << human_bytes(man["weight_bytes"].get<double>()) << "\n";
+  if (man.contains("arena_bytes")) out << "arena       " << human_bytes(man["arena_bytes"].get<double>()) << "\n";
+}
+
 int run_inspect(const InspectOptions& o) {
-  auto model = load_onnx(o.model);
-  if (!model) return error(model.status());
-  const Model& m = *model;
+  Model m;
+  nlohmann::json manifest;
+  const bool engine = is_engine_file(o.model);
+  if (engine) {
+    auto f = read_engine_file(o.model);
+    if (!f) return error(f.status());
+    m = std::move(f->model);
+    manifest = std::move(f->manifest);
+  } else {
+    auto model = load_onnx(o.model);
+    if (!model) return error(model.status());
+    m = std::move(*model);
+  }
   const Graph& g = m.graph;
+  const std::string backend = engine ? manifest.value("device", std::string("cpu")) : o.backend;
   Summary s;
-  summarize(g, o.backend, "", s);
+  summarize(g, backend, "", s);
 
   // ---- text
   std::ostream& out = std::cout;
-  out << "model       " << m.path << "\n";
+  if (engine) print_engine(out, manifest);
+  out << "model       " << m.path << (engine ? " (its optimized graph)" : "") << "\n";
   out << "ir_version  " << m.ir_version << "\n";
   out << "opsets      ";
   bool first = true;
@@ -134,7 +172,10 @@ int run_inspect(const InspectOptions& o) {
   for (const auto& [k, c] : hist) out << "  " << std::left << std::setw(int(w)) << k << "  " << c << "\n";
   out << "parameters  " << with_commas(s.params) << " (" << human_bytes(double(s.param_bytes)) << " in "
       << s.initializers << " initializers)\n";
-  if (s.unsupported.empty()) {
+  if (engine) {
+    // Built, so its kernels were chosen then (CUDA engines may run some ops on the CPU: ingot
+    // build --verbose lists them).
+  } else if (s.unsupported.empty()) {
     out << "support     every node has a " << o.backend << " kernel\n";
   } else {
     out << "support     " << s.unsupported.size() << " node(s) have no " << o.backend
@@ -148,6 +189,7 @@ int run_inspect(const InspectOptions& o) {
   // ---- json
   if (!o.json.empty()) {
     nlohmann::json j;
+    if (engine) j["engine"] = manifest;
     j["model"] = m.path;
     j["ir_version"] = m.ir_version;
     j["opsets"] = nlohmann::json::object();
@@ -168,11 +210,13 @@ int run_inspect(const InspectOptions& o) {
     j["ops"] = nlohmann::json::object();
     for (const auto& [k, c] : s.ops) j["ops"][k] = c;
     j["parameters"] = {{"count", s.params}, {"bytes", s.param_bytes}, {"initializers", s.initializers}};
-    j["backend"] = o.backend;
-    j["supported"] = s.unsupported.empty();
-    j["unsupported_nodes"] = nlohmann::json::array();
-    for (const auto& u : s.unsupported) {
-      j["unsupported_nodes"].push_back({{"op", u.op}, {"domain", u.domain}, {"name", u.name}, {"subgraph", u.graph}});
+    if (!engine) {
+      j["backend"] = o.backend;
+      j["supported"] = s.unsupported.empty();
+      j["unsupported_nodes"] = nlohmann::json::array();
+      for (const auto& u : s.unsupported) {
+        j["unsupported_nodes"].push_back({{"op", u.op}, {"domain", u.domain}, {"name", u.name}, {"subgraph", u.graph}});
+      }
     }
     std::ofstream f(o.json);
     if (!f) return error(o.json + ": cannot open for writing");
@@ -187,8 +231,9 @@ int run_inspect(const InspectOptions& o) {
 
 Command setup_inspect(CLI::App& parent) {
   auto o = std::make_shared<InspectOptions>();
-  CLI::App* app = parent.add_subcommand("inspect", "show a model's inputs, outputs, ops, parameters and unsupported nodes");
-  app->add_option("model", o->model, "ONNX model file")->required();
+  CLI::App* app = parent.add_subcommand(
+      "inspect", "show a model's inputs, outputs, ops, parameters and unsupported nodes (an engine's: also what it was built for)");
+  app->add_option("model", o->model, "ONNX model or ingot engine file")->required();
   app->add_option("--json", o->json, "also write the summary as JSON to FILE")->type_name("FILE");
   return Command{app, [o] { return run_inspect(*o); }};
 }

@@ -72,6 +72,15 @@ case $CASE in
   inspect)
     expect_ok "ir_version  8" "ai.onnx 13" "producer    ingot-tests 1" "x  float32  [batch, 4]" "Identity  1" \
               "every node has a cpu kernel" -- inspect "$M/identity.onnx" ;;
+  inspect_engine)
+    "$INGOT" build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --min-shapes x:1x4 --max-shapes x:8x4 >/dev/null 2>&1 || fail "build failed"
+    expect_ok "engine      format 1" "device      cpu" "precision   fp32" "profiles    profile 0: x 1x4..8x4" \
+              "(its optimized graph)" "ops (" -- inspect "$TMP/mlp.ingot" --json "$TMP/e.json"
+    grep -q '"engine"' "$TMP/e.json" || fail "the JSON has no engine section" ;;
+  inspect_truncated_engine)
+    "$INGOT" build "$M/mlp.onnx" -o "$TMP/mlp.ingot" >/dev/null 2>&1 || fail "build failed"
+    head -c 200 "$TMP/mlp.ingot" >"$TMP/cut.ingot"
+    expect_error 1 "cut.ingot: truncated or corrupt engine file" -- inspect "$TMP/cut.ingot" ;;
   inspect_unsupported)
     expect_ok "FrobnicateTensor  (domain ai.onnx)  node 'frob_1'" "will not run" -- inspect "$M/unknown_op.onnx" ;;
   inspect_json)
