@@ -127,9 +127,10 @@ int run_inspect(const InspectOptions& o) {
     m = std::move(*model);
   }
   const Graph& g = m.graph;
-  const std::string backend = engine ? manifest.value("device", std::string("cpu")) : o.backend;
   Summary s;
-  summarize(g, backend, "", s);
+  // An engine's support list goes unused: its kernels were chosen when it was built (ingot
+  // build --verbose lists the ops a CUDA engine runs on the CPU).
+  summarize(g, o.backend, "", s);
 
   // ---- text
   std::ostream& out = std::cout;
@@ -172,12 +173,9 @@ int run_inspect(const InspectOptions& o) {
   for (const auto& [k, c] : hist) out << "  " << std::left << std::setw(int(w)) << k << "  " << c << "\n";
   out << "parameters  " << with_commas(s.params) << " (" << human_bytes(double(s.param_bytes)) << " in "
       << s.initializers << " initializers)\n";
-  if (engine) {
-    // Built, so its kernels were chosen then (CUDA engines may run some ops on the CPU: ingot
-    // build --verbose lists them).
-  } else if (s.unsupported.empty()) {
+  if (!engine && s.unsupported.empty()) {
     out << "support     every node has a " << o.backend << " kernel\n";
-  } else {
+  } else if (!engine) {
     out << "support     " << s.unsupported.size() << " node(s) have no " << o.backend
         << " kernel in ingot; this model will not run:\n";
     for (const auto& u : s.unsupported) {

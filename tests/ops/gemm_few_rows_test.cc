@@ -159,9 +159,7 @@ TEST(GemmFewRows, Bf16WeightsWidenedMatchFloat32OnRoundedWeights) {
   for (const auto& sh : shapes) {
     Tensor W = random_tensor({sh.K, sh.N}, seed++);
     Tensor bias = random_tensor({sh.N}, seed++);
-    Tensor Wr = W.clone();
-    for (int64_t i = 0; i < Wr.numel(); ++i)
-      Wr.data<float>()[i] = float(bfloat16(W.data<float>()[i]));  // as oneDNN rounds: to nearest even
+    Tensor Wr = bf16_rounded(W);
     const dnnl::memory narrow =
         fused_matmul::pack_weights(W.data<float>(), sh.K, sh.N, fused_matmul::bf16_narrow_panel_layout(sh.K, sh.N));
     const dnnl::memory rounded =

@@ -65,6 +65,14 @@ inline Tensor random_tensor(Shape shape, uint32_t seed, float lo = -1.f, float h
   return t;
 }
 
+// A float32 copy of `t` with every value rounded to bfloat16 (to nearest even, as oneDNN's
+// reorders round): the weights a bf16 product computes with.
+inline Tensor bf16_rounded(const Tensor& t) {
+  Tensor r = t.clone();
+  for (int64_t i = 0; i < r.numel(); ++i) r.data<float>()[i] = float(bfloat16(t.data<float>()[i]));
+  return r;
+}
+
 inline Attribute int_attr(int64_t v) { Attribute a; a.kind = Attribute::Kind::kInt; a.i = v; return a; }
 inline Attribute float_attr(float v) { Attribute a; a.kind = Attribute::Kind::kFloat; a.f = v; return a; }
 inline Attribute ints_attr(std::vector<int64_t> v) { Attribute a; a.kind = Attribute::Kind::kInts; a.ints = std::move(v); return a; }

@@ -338,8 +338,7 @@ TEST(FuseLinear, Bf16WithoutBf16ProductsIsFloat32) {
   for (Shape a : {Shape{3, 96}, Shape{200, 96}})
     for (bool w_input : {false, true}) {
       Tensor A = random_tensor(a, seed++), W = random_tensor({96, 130}, seed++), bias = random_tensor({130}, seed++);
-      Tensor Wr = W.clone();
-      for (int64_t i = 0; i < Wr.numel(); ++i) Wr.data<float>()[i] = float(bfloat16(W.data<float>()[i]));
+      Tensor Wr = bf16_rounded(W);
       const bool few_rows_on_bf16 = !w_input && a[0] <= cpu::kFewRowsMax && cpu::few_rows_supported();
       Tensor want = run_fused(A, few_rows_on_bf16 ? Wr : W, &bias, "Gelu", "fp32", w_input);
       Tensor got = run_fused(A, W, &bias, "Gelu", "bf16", w_input);
