@@ -36,9 +36,9 @@ void note(const std::string& message) { std::cout << "note: " << one_line(messag
 
 std::string cpu_bf16_note(const std::string& device, const std::string& precision) {
   if (device != "cpu" || precision != "bf16" || cpu::bf16_products_pay()) return "";
-  return "this CPU has no AMX: the engine's bf16 matrix products run in float32 here (oneDNN's AVX512-BF16 "
-         "matmul is slower than its float32 one on such CPUs), products of a few rows on bf16 weights; on a CPU "
-         "with AMX the same engine runs them in bf16";
+  return "this CPU's bf16 arithmetic is no faster than its float32 (AVX512-BF16 without AMX on an Intel CPU): "
+         "the engine's bf16 matrix products run in float32 here, products of a few rows on bf16 weights; on a CPU "
+         "with AMX, or an AMD Zen 4 or later, the same engine runs them in bf16";
 }
 
 Expected<Shape> parse_dims(const std::string& dims) {

@@ -1,5 +1,5 @@
 // gemm_few_rows (the CPU product of a few rows on packed float32 weights; gemm_few_rows_bf16 on
-// AMX for bf16 weights; gemm_few_rows_w16 on bf16 weights in float32 arithmetic) against a naive
+// AMX or AVX512-BF16 for bf16 weights; gemm_few_rows_w16 on bf16 weights in float32 arithmetic) against a naive
 // double-precision reference and against oneDNN's matmul reading the same packed weights, on
 // random inputs: every row count up to kFewRowsMax (one, two and three row blocks), panels cut
 // short (N not a multiple of 32), K not a multiple of 16, with and without bias, every
@@ -118,31 +118,42 @@ TEST(GemmFewRows, MatchesReferenceAndOneDnnOnPackedWeights) {
   }
 }
 
-TEST(GemmFewRows, Bf16OnAmxMatchesOneDnnAndReference) {
-  if (!cpu::few_rows_bf16_supported()) GTEST_SKIP() << "this CPU has no AMX-BF16 (or the OS does not grant it)";
+// Both bf16 kernels where this CPU has them: the one FusedMatMul picks (AMX if usable) through
+// gemm_few_rows_packed, and the AVX512-BF16 one called directly (so an AMX CPU tests it too).
+TEST(GemmFewRows, Bf16MatchesOneDnnAndReference) {
+  if (!cpu::few_rows_bf16_supported()) GTEST_SKIP() << "this CPU has neither AMX-BF16 nor AVX512-BF16";
   struct Shape2 { int64_t K, N; };
-  const std::vector<Shape2> shapes = {{1, 1}, {5, 2}, {32, 64}, {33, 65}, {100, 130}, {768, 64}};
+  const std::vector<Shape2> shapes = {{1, 1}, {5, 2}, {32, 64}, {33, 65}, {100, 130}, {768, 64}, {1000, 200}};
   uint32_t seed = 300;
   for (const auto& sh : shapes) {
     Tensor W = random_tensor({sh.K, sh.N}, seed++);
     Tensor bias = random_tensor({sh.N}, seed++);
     const dnnl::memory packed =
         fused_matmul::pack_weights(W.data<float>(), sh.K, sh.N, fused_matmul::bf16_panel_layout(sh.K, sh.N));
-    for (int64_t M = 1; M <= cpu::kFewRowsMaxBf16; M += M < 4 ? 1 : 5)
+    for (int64_t M = 1; M <= cpu::kFewRowsMaxBf16; M += M < 7 ? 1 : 5)
       for (Activation act : {Activation::kNone, Activation::kGelu, Activation::kGeluTanh, Activation::kRelu})
         for (bool with_bias : {false, true}) {
           Tensor A = random_tensor({M, sh.K}, seed++);
           const float* b = with_bias ? bias.data<float>() : nullptr;
           ASSERT_TRUE(cpu::few_rows_reads(packed.get_desc(), M));
-          const std::vector<float> y = run_kernel(packed, A, M, sh.N, b, act);
-          const std::string where = describe(sh.K, sh.N, M, act, with_bias);
-          // Same bf16 products and float32 sums as oneDNN's AMX matmul; the epilogue's GELU
-          // differs from oneDNN's within float rounding.
-          EXPECT_LE(max_diff(y, onednn(A.data<float>(), packed, b, M, sh.K, sh.N, act, true)), 1e-4) << where;
-          // bf16 keeps 8 bits of mantissa: errors grow like sqrt(K) * 2^-8.
-          EXPECT_LE(max_diff(y, reference(A.data<float>(), W.data<float>(), b, M, sh.K, sh.N, act)),
-                    0.02 * std::sqrt(double(sh.K)))
-              << where;
+          std::vector<std::pair<std::string, std::vector<float>>> outputs{
+              {"picked", run_kernel(packed, A, M, sh.N, b, act)}};
+          if (cpu::few_rows_bf16_on_avx512()) {
+            std::vector<float> y(size_t(M * sh.N));
+            cpu::gemm_few_rows_bf16_avx512(A.data<float>(), M, sh.K, sh.N,
+                                           static_cast<const uint16_t*>(packed.get_data_handle()), b, act, y.data());
+            outputs.emplace_back("avx512-bf16", std::move(y));
+          }
+          const std::vector<float> dnn = onednn(A.data<float>(), packed, b, M, sh.K, sh.N, act, true);
+          const std::vector<float> ref = reference(A.data<float>(), W.data<float>(), b, M, sh.K, sh.N, act);
+          for (const auto& [kernel, y] : outputs) {
+            const std::string where = kernel + " " + describe(sh.K, sh.N, M, act, with_bias);
+            // Same bf16 products and float32 sums as oneDNN's matmul (in another order on
+            // AVX512-BF16); the epilogue's GELU differs from oneDNN's within float rounding.
+            EXPECT_LE(max_diff(y, dnn), 1e-4 * std::sqrt(double(sh.K))) << where;
+            // bf16 keeps 8 bits of mantissa: errors grow like sqrt(K) * 2^-8.
+            EXPECT_LE(max_diff(y, ref), 0.02 * std::sqrt(double(sh.K))) << where;
+          }
         }
   }
 }
@@ -182,7 +193,7 @@ TEST(GemmFewRows, Bf16WeightsWidenedMatchFloat32OnRoundedWeights) {
 }
 
 // Constant weights are packed in the layout the kernels read (float32: 32-column panels, which
-// oneDNN's matmul reads at every M; bf16: oneDNN's own AMX layout), so FusedMatMul and the
+// oneDNN's matmul reads at every M; bf16: the layout oneDNN prefers on AMX and AVX512-BF16), so FusedMatMul and the
 // attention projections keep one copy of their weights.
 TEST(GemmFewRows, ConstantWeightsArePackedInPanels) {
   if (!cpu::few_rows_supported()) GTEST_SKIP() << "this CPU has no AVX-512F";

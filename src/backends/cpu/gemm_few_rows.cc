@@ -202,12 +202,81 @@ __attribute__((target("amx-tile,amx-bf16"), noinline)) void bf16_panel(const uin
   _tile_stored(4, c + 48, kBfPanel * 4);
 }
 
+// ---- bfloat16 dot products (AVX512-BF16, where AMX is absent) ----
+// The same panels (BA16a64b2a: a k-pair row is 64 column pairs, four vectors of 16), one
+// vdpbf16ps per row and vector: acc += a[2r] * w[2r] + a[2r+1] * w[2r+1] in float32. Rows in
+// blocks of kDpRowBlock (4 accumulators each), K in chunks of kDpChunkPairs k-pair rows: the
+// first row block reads a chunk from memory, the later ones re-read it from L1, and the
+// partial sums wait in the panel's C tile between chunks. Every row block's pass prefetches
+// its share of the next chunk, so the stream from memory does not pause while later blocks
+// compute.
+constexpr int kDpRowBlock = 6;         // 6 rows x 4 accumulators + 4 weight vectors of the 32 registers
+constexpr int64_t kDpChunkPairs = 32;  // 8 KB of the panel per chunk
+
+template <int MT>
+__attribute__((target("avx512f,avx512bf16"), noinline)) void dp_block(const uint32_t* a, int64_t lda, const uint16_t* w,
+                                                                      int64_t pairs, float* c, bool zero,
+                                                                      const char* ahead, int ahead_lines) {
+  __m512 acc[MT][4];
+  for (int m = 0; m < MT; ++m)
+    for (int j = 0; j < 4; ++j) acc[m][j] = zero ? _mm512_setzero_ps() : _mm512_load_ps(c + m * kBfPanel + 16 * j);
+  for (int64_t r = 0; r < pairs; ++r) {
+    const uint16_t* wr = w + r * 2 * kBfPanel;
+    for (int line = 0; line < ahead_lines; ++line) _mm_prefetch(ahead + 64 * (r * ahead_lines + line), _MM_HINT_T0);
+    __m512bh wv[4];
+    for (int j = 0; j < 4; ++j) wv[j] = (__m512bh)_mm512_loadu_si512(wr + 32 * j);
+#pragma GCC unroll 6
+    for (int m = 0; m < MT; ++m) {
+      const __m512bh x = (__m512bh)_mm512_set1_epi32(int(a[m * lda + r]));
+      for (int j = 0; j < 4; ++j) acc[m][j] = _mm512_dpbf16_ps(acc[m][j], x, wv[j]);
+    }
+  }
+  for (int m = 0; m < MT; ++m)
+    for (int j = 0; j < 4; ++j) _mm512_store_ps(c + m * kBfPanel + 16 * j, acc[m][j]);
+}
+
+template <int... I>
+constexpr std::array<void (*)(const uint32_t*, int64_t, const uint16_t*, int64_t, float*, bool, const char*, int),
+                     sizeof...(I)>
+dp_blocks(std::integer_sequence<int, I...>) {
+  return {&dp_block<I + 1>...};
+}
+
+// One panel: C[M, 64] = A[M, Kp] · W_panel, A as M rows of Kp / 2 bf16 pairs.
+void bf16_panel_dp(const uint32_t* a, int64_t M, int64_t Kp, const uint16_t* panel, float* c) {
+  static constexpr auto kBlocks = dp_blocks(std::make_integer_sequence<int, kDpRowBlock>{});
+  const int64_t pairs = Kp / 2;
+  const int64_t blocks = (M + kDpRowBlock - 1) / kDpRowBlock;
+  const int lines = int((4 + blocks - 1) / blocks);  // of the next chunk's 4 lines a pair row, per block pass
+  for (int64_t r0 = 0; r0 < pairs; r0 += kDpChunkPairs) {
+    const int64_t n = std::min(kDpChunkPairs, pairs - r0);
+    const uint16_t* chunk = panel + r0 * 2 * kBfPanel;
+    // Past the panel's end this touches the next panel (or nothing: prefetches never fault).
+    const char* next = reinterpret_cast<const char*>(chunk + kDpChunkPairs * 2 * kBfPanel);
+    for (int64_t b = 0; b < blocks; ++b)
+      kBlocks[size_t(std::min<int64_t>(kDpRowBlock, M - b * kDpRowBlock) - 1)](
+          a + b * kDpRowBlock * pairs + r0, pairs, chunk, n, c + b * kDpRowBlock * kBfPanel, r0 == 0,
+          next + 64 * lines * b * n, lines);
+  }
+}
+
 bool amx_bf16_usable() {
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   const bool tile = d & (1u << 24), bf16 = d & (1u << 22);
   // Linux hands out the tile state only on request (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
   return tile && bf16 && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+}
+
+// A in bfloat16 (rounded as oneDNN rounds), K padded with zeros to Kp (W's padding rows are zero
+// too), in the thread's source buffer.
+const uint16_t* a_in_bf16(const float* A, int64_t M, int64_t K, int64_t Kp) {
+  uint16_t* a = static_cast<uint16_t*>(dnnl_util::thread_buffers().src.get(size_t(M * Kp) * 2));
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t k = 0; k < K; ++k) a[m * Kp + k] = bfloat16::from_float(A[m * K + k]);
+    std::fill(a + m * Kp + K, a + (m + 1) * Kp, uint16_t(0));
+  }
+  return a;
 }
 
 }  // namespace
@@ -227,21 +296,24 @@ void gemm_few_rows_w16(const float* A, int64_t M, int64_t K, int64_t N, const ui
   few_rows(A, M, K, N, W, bias, act, Y);
 }
 
-bool few_rows_bf16_supported() {
+bool few_rows_bf16_supported() { return few_rows_bf16_on_amx() || few_rows_bf16_on_avx512(); }
+
+bool few_rows_bf16_on_amx() {
   static const bool usable = amx_bf16_usable();
+  return usable;
+}
+
+bool few_rows_bf16_on_avx512() {
+  static const bool usable = __builtin_cpu_supports("avx512bf16");
   return usable;
 }
 
 void gemm_few_rows_bf16(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
                         Activation act, float* Y) {
+  if (!few_rows_bf16_on_amx()) return gemm_few_rows_bf16_avx512(A, M, K, N, W, bias, act, Y);
   const int64_t Kp = (K + kBfKBlock - 1) / kBfKBlock * kBfKBlock;
   const int64_t panels = (N + kBfPanel - 1) / kBfPanel;
-  // A in bfloat16, K padded with zeros to whole tile products (W's padding rows are zero too).
-  uint16_t* a = static_cast<uint16_t*>(dnnl_util::thread_buffers().src.get(size_t(M * Kp) * 2));
-  for (int64_t m = 0; m < M; ++m) {
-    for (int64_t k = 0; k < K; ++k) a[m * Kp + k] = bfloat16::from_float(A[m * K + k]);  // as oneDNN rounds
-    std::fill(a + m * Kp + K, a + (m + 1) * Kp, uint16_t(0));
-  }
+  const uint16_t* a = a_in_bf16(A, M, K, Kp);
   const uint16_t* end = W + panels * Kp * kBfPanel;
   parallel_for(panels, M * K * kBfPanel / 8, [&](int64_t begin, int64_t stop) {
     alignas(64) float c[kFewRowsMaxBf16 * kBfPanel];
@@ -252,6 +324,21 @@ void gemm_few_rows_bf16(const float* A, int64_t M, int64_t K, int64_t N, const u
                  Y + p * kBfPanel, N);
     }
     tiles_release();
+  });
+}
+
+void gemm_few_rows_bf16_avx512(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
+                               Activation act, float* Y) {
+  const int64_t Kp = (K + kBfKBlock - 1) / kBfKBlock * kBfKBlock;
+  const int64_t panels = (N + kBfPanel - 1) / kBfPanel;
+  const uint32_t* a = reinterpret_cast<const uint32_t*>(a_in_bf16(A, M, K, Kp));
+  parallel_for(panels, M * K * kBfPanel / 8, [&](int64_t begin, int64_t stop) {
+    alignas(64) float c[kFewRowsMaxBf16 * kBfPanel];
+    for (int64_t p = begin; p < stop; ++p) {
+      bf16_panel_dp(a, M, Kp, W + p * Kp * kBfPanel, c);
+      store_rows(c, kBfPanel, M, int(std::min(kBfPanel, N - p * kBfPanel)), bias ? bias + p * kBfPanel : nullptr, act,
+                 Y + p * kBfPanel, N);
+    }
   });
 }
 

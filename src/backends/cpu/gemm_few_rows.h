@@ -37,12 +37,17 @@ bool few_rows_supported();
 void gemm_few_rows(const float* A, int64_t M, int64_t K, int64_t N, const float* W, const float* bias,
                    fused_matmul::Activation act, float* Y);
 
-// bfloat16: the same product with W in oneDNN's bf16 layout for AMX (fused_matmul::
-// bf16_panel_layout) and A rounded to bfloat16, float32 accumulation and output, on the AMX
-// tile unit: a 16-row A tile and four 16-column C tiles per 64-column panel, one K block of 32
-// at a time, prefetching 8 KB ahead. oneDNN's AMX matmul reads the weights at 12–13 GB/s at
-// these M; this kernel at 16–19 GB/s: 0.67–0.78× its time at M = 1…16 on DistilBERT's shapes,
-// with identical results (same products, same float32 accumulation order per tile).
+// bfloat16: the same product with W in oneDNN's bf16 layout (fused_matmul::bf16_panel_layout,
+// which its AMX and AVX512-BF16 matmuls both prefer) and A rounded to bfloat16, float32
+// accumulation and output.
+//   - On the AMX tile unit: a 16-row A tile and four 16-column C tiles per 64-column panel, one
+//     K block of 32 at a time, prefetching 8 KB ahead. oneDNN's AMX matmul reads the weights
+//     at 12–13 GB/s at these M; this kernel at 16–19 GB/s: 0.67–0.78× its time at M = 1…16 on
+//     DistilBERT's shapes, with identical results (same products, same float32 accumulation
+//     order per tile).
+//   - Without AMX, with AVX512-BF16 dot products (vdpbf16ps; where bf16 arithmetic pays
+//     without AMX: AMD Zen 4 and later, bf16_products.h): 6-row blocks of the panel in
+//     registers, K in 8 KB chunks that the later row blocks re-read from L1.
 constexpr int64_t kFewRowsMaxBf16 = 16;  // rows of one A tile
 
 // The same product on bfloat16 weights in fused_matmul::bf16_narrow_panel_layout, widened to
@@ -51,11 +56,17 @@ constexpr int64_t kFewRowsMaxBf16 = 16;  // rows of one A tile
 void gemm_few_rows_w16(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
                        fused_matmul::Activation act, float* Y);
 
-// Whether this CPU (and the kernel) lets the process use AMX with bf16.
+// Whether gemm_few_rows_bf16 runs here: on AMX (the OS grants the tile state) or on AVX512-BF16.
 bool few_rows_bf16_supported();
+bool few_rows_bf16_on_amx();
+bool few_rows_bf16_on_avx512();
 
+// On AMX where the process may use it, else on AVX512-BF16.
 void gemm_few_rows_bf16(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
                         fused_matmul::Activation act, float* Y);
+// The AVX512-BF16 kernel alone (few_rows_bf16_on_avx512()), also where AMX would be used.
+void gemm_few_rows_bf16_avx512(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
+                               fused_matmul::Activation act, float* Y);
 
 // Whether one of the kernels above computes M rows against weights packed in `layout` (this
 // CPU runs it, M is within its limit, the layout is the one it reads): the test every caller
