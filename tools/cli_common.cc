@@ -4,6 +4,7 @@
 #include "runtime/engine.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 namespace ingot::cli {
@@ -36,6 +37,9 @@ void note(const std::string& message) { std::cout << "note: " << one_line(messag
 
 std::string cpu_bf16_note(const std::string& device, const std::string& precision) {
   if (device != "cpu" || precision != "bf16" || cpu::bf16_products_pay()) return "";
+  if (const char* e = std::getenv("INGOT_CPU_BF16_PRODUCTS"); e && std::string(e) == "off")
+    return "INGOT_CPU_BF16_PRODUCTS=off: the engine's bf16 matrix products run in float32, products of a few rows "
+           "on bf16 weights";
   return "this CPU's bf16 arithmetic is no faster than its float32 (AVX512-BF16 without AMX on an Intel CPU): "
          "the engine's bf16 matrix products run in float32 here, products of a few rows on bf16 weights; on a CPU "
          "with AMX, or an AMD Zen 4 or later, the same engine runs them in bf16";

@@ -193,8 +193,8 @@ TEST(GemmFewRows, Bf16WeightsWidenedMatchFloat32OnRoundedWeights) {
 }
 
 // Constant weights are packed in the layout the kernels read (float32: 32-column panels, which
-// oneDNN's matmul reads at every M; bf16: the layout oneDNN prefers on AMX and AVX512-BF16), so FusedMatMul and the
-// attention projections keep one copy of their weights.
+// oneDNN's matmul reads at every M; bf16: the layout oneDNN prefers on AMX and AVX512-BF16), so
+// FusedMatMul and the attention projections keep one copy of their weights.
 TEST(GemmFewRows, ConstantWeightsArePackedInPanels) {
   if (!cpu::few_rows_supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
   for (auto [K, N] : {std::pair<int64_t, int64_t>{768, 3072}, {3072, 768}, {17, 5}}) {

@@ -289,7 +289,7 @@ TEST(FuseAttention, KernelBoolCausalAndPaddingMultiBlock) {
 // weights reused over repeated runs of one engine.
 TEST(FuseAttention, KernelBf16Projections) {
   // on: oneDNN's bf16 matmul whatever this CPU is; off: float32 products, the few-row ones on
-  // bf16 weights (what CPUs without AMX run).
+  // bf16 weights (what Intel CPUs without AMX run).
   for (const char* mode : {"on", "off"}) {
     setenv("INGOT_CPU_BF16_PRODUCTS", mode, 1);
     Case c;

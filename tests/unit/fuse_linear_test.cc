@@ -303,8 +303,8 @@ Tensor run_fused(const Tensor& A, const Tensor& W, const Tensor* bias, const std
 }
 
 TEST(FuseLinear, KernelMatchesReferenceOnAwkwardShapes) {
-  // bf16 on oneDNN's bf16 matmul whatever this CPU is (on CPUs without AMX it would compute in
-  // float32: FuseLinear.Bf16WithoutBf16ProductsIsFloat32).
+  // bf16 on oneDNN's bf16 matmul whatever this CPU is (where bf16 arithmetic is no faster, Intel
+  // CPUs without AMX, it would compute in float32: FuseLinear.Bf16WithoutBf16ProductsIsFloat32).
   setenv("INGOT_CPU_BF16_PRODUCTS", "on", 1);
   struct Case { Shape a; int64_t N; };
   std::vector<Case> cases = {{{2, 3, 5, 16}, 17}, {{1, 33}, 1}, {{4, 1}, 70}, {{129, 64}, 48}, {{7}, 3},
@@ -328,7 +328,7 @@ TEST(FuseLinear, KernelMatchesReferenceOnAwkwardShapes) {
   unsetenv("INGOT_CPU_BF16_PRODUCTS");
 }
 
-// Where bf16 products do not pay (no AMX: backends/cpu/bf16_products.h), precision bf16
+// Where bf16 products do not pay (backends/cpu/bf16_products.h), precision bf16
 // computes in float32: many rows, and weights given at run time, give precision fp32's numbers
 // exactly; few rows of constant weights read a bf16 copy (gemm_few_rows_w16), which is fp32 on
 // the weights rounded to bf16, exactly.
