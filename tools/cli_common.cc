@@ -4,7 +4,6 @@
 #include "runtime/engine.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 
 namespace ingot::cli {
@@ -37,7 +36,7 @@ void note(const std::string& message) { std::cout << "note: " << one_line(messag
 
 std::string cpu_bf16_note(const std::string& device, const std::string& precision) {
   if (device != "cpu" || precision != "bf16" || cpu::bf16_products_pay()) return "";
-  if (const char* e = std::getenv("INGOT_CPU_BF16_PRODUCTS"); e && std::string(e) == "off")
+  if (cpu::bf16_products_override() == false)
     return "INGOT_CPU_BF16_PRODUCTS=off: the engine's bf16 matrix products run in float32, products of a few rows "
            "on bf16 weights";
   return "this CPU's bf16 arithmetic is no faster than its float32 (AVX512-BF16 without AMX on an Intel CPU): "

@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "backends/cpu/fused_matmul_util.h"
@@ -51,12 +52,16 @@ inline bool bf16_arithmetic_is_faster() {
   return impl.find("avx512_core_bf16") != std::string::npos && cpu_vendor_is_amd();
 }
 
-// INGOT_CPU_BF16_PRODUCTS=on|off overrides the choice (tests of either path on any CPU).
+// INGOT_CPU_BF16_PRODUCTS=on|off: the choice forced (tests of either path on any CPU), or none.
+inline std::optional<bool> bf16_products_override() {
+  const char* e = std::getenv("INGOT_CPU_BF16_PRODUCTS");
+  if (e && std::string(e) == "on") return true;
+  if (e && std::string(e) == "off") return false;
+  return std::nullopt;
+}
+
 inline bool bf16_products_pay() {
-  if (const char* e = std::getenv("INGOT_CPU_BF16_PRODUCTS")) {
-    if (std::string(e) == "on") return true;
-    if (std::string(e) == "off") return false;
-  }
+  if (auto forced = bf16_products_override()) return *forced;
   static const bool faster = bf16_arithmetic_is_faster();
   return faster;
 }

@@ -279,6 +279,30 @@ const uint16_t* a_in_bf16(const float* A, int64_t M, int64_t K, int64_t Kp) {
   return a;
 }
 
+int64_t bf16_padded_k(int64_t K) { return (K + kBfKBlock - 1) / kBfKBlock * kBfKBlock; }
+
+// Y = act(A · W + bias) over W's 64-column bf16 panels, threads over contiguous ranges of
+// panels: `panel(a, Kp, w, c)` computes one panel's C[M, 64] into c from A in bfloat16 (a, rows
+// of Kp); `amx_tiles`: each thread configures the tile unit for M rows first and releases it
+// after.
+template <class Panel>
+void bf16_panels(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias, Activation act,
+                 float* Y, bool amx_tiles, Panel panel) {
+  const int64_t Kp = bf16_padded_k(K);
+  const int64_t panels = (N + kBfPanel - 1) / kBfPanel;
+  const uint16_t* a = a_in_bf16(A, M, K, Kp);
+  parallel_for(panels, M * K * kBfPanel / 8, [&](int64_t begin, int64_t stop) {
+    alignas(64) float c[kFewRowsMaxBf16 * kBfPanel];
+    if (amx_tiles) tiles_configure(int(M));
+    for (int64_t p = begin; p < stop; ++p) {
+      panel(a, Kp, W + p * Kp * kBfPanel, c);
+      store_rows(c, kBfPanel, M, int(std::min(kBfPanel, N - p * kBfPanel)), bias ? bias + p * kBfPanel : nullptr, act,
+                 Y + p * kBfPanel, N);
+    }
+    if (amx_tiles) tiles_release();
+  });
+}
+
 }  // namespace
 
 bool few_rows_supported() {
@@ -311,34 +335,16 @@ bool few_rows_bf16_on_avx512() {
 void gemm_few_rows_bf16(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
                         Activation act, float* Y) {
   if (!few_rows_bf16_on_amx()) return gemm_few_rows_bf16_avx512(A, M, K, N, W, bias, act, Y);
-  const int64_t Kp = (K + kBfKBlock - 1) / kBfKBlock * kBfKBlock;
-  const int64_t panels = (N + kBfPanel - 1) / kBfPanel;
-  const uint16_t* a = a_in_bf16(A, M, K, Kp);
-  const uint16_t* end = W + panels * Kp * kBfPanel;
-  parallel_for(panels, M * K * kBfPanel / 8, [&](int64_t begin, int64_t stop) {
-    alignas(64) float c[kFewRowsMaxBf16 * kBfPanel];
-    tiles_configure(int(M));
-    for (int64_t p = begin; p < stop; ++p) {
-      bf16_panel(a, Kp, W + p * Kp * kBfPanel, end, c);
-      store_rows(c, kBfPanel, M, int(std::min(kBfPanel, N - p * kBfPanel)), bias ? bias + p * kBfPanel : nullptr, act,
-                 Y + p * kBfPanel, N);
-    }
-    tiles_release();
+  const uint16_t* end = W + (N + kBfPanel - 1) / kBfPanel * bf16_padded_k(K) * kBfPanel;
+  bf16_panels(A, M, K, N, W, bias, act, Y, true, [&](const uint16_t* a, int64_t Kp, const uint16_t* w, float* c) {
+    bf16_panel(a, Kp, w, end, c);
   });
 }
 
 void gemm_few_rows_bf16_avx512(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
                                Activation act, float* Y) {
-  const int64_t Kp = (K + kBfKBlock - 1) / kBfKBlock * kBfKBlock;
-  const int64_t panels = (N + kBfPanel - 1) / kBfPanel;
-  const uint32_t* a = reinterpret_cast<const uint32_t*>(a_in_bf16(A, M, K, Kp));
-  parallel_for(panels, M * K * kBfPanel / 8, [&](int64_t begin, int64_t stop) {
-    alignas(64) float c[kFewRowsMaxBf16 * kBfPanel];
-    for (int64_t p = begin; p < stop; ++p) {
-      bf16_panel_dp(a, M, Kp, W + p * Kp * kBfPanel, c);
-      store_rows(c, kBfPanel, M, int(std::min(kBfPanel, N - p * kBfPanel)), bias ? bias + p * kBfPanel : nullptr, act,
-                 Y + p * kBfPanel, N);
-    }
+  bf16_panels(A, M, K, N, W, bias, act, Y, false, [&](const uint16_t* a, int64_t Kp, const uint16_t* w, float* c) {
+    bf16_panel_dp(reinterpret_cast<const uint32_t*>(a), M, Kp, w, c);
   });
 }
 
