@@ -24,6 +24,10 @@ Expected<AttentionAttrs> parse_attention_attrs(const Node& node) {
       return invalid_model("attribute query_rows must be a non-empty list of ints");
     a.query_rows = q->ints;
   }
+  const std::string residual_rows = node.attrs.get_string("residual_rows", "output");
+  if (residual_rows == "query") a.residual_at_query_rows = true;
+  else if (residual_rows != "output")
+    return invalid_model("attribute residual_rows '" + residual_rows + "' is not output or query");
   return a;
 }
 

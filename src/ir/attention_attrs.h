@@ -21,6 +21,10 @@ struct AttentionAttrs {
   // query_rows: the query positions whose output rows are computed, in output order (negative:
   // from the end); empty: every position.
   std::vector<int64_t> query_rows;
+  // residual_rows "query": the residual (input 6) is [B, S, M], the full sequence, and the rows
+  // at the query positions are added (the classifier token's residual read in place, without a
+  // Gather); default "output": the residual has the output's shape.
+  bool residual_at_query_rows = false;
 };
 
 // Errors name the attribute: num_heads must be positive, mask_kind none, add or bool.

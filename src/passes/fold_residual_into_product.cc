@@ -15,7 +15,9 @@
 // has its output projection; the SkipLayerNorm has no bias input; R has the operand's shape
 // exactly (no broadcast) in the probed shapes. The sum the SkipLayerNorm may output (pre-LN
 // blocks carry it to the next residual) is P's (or the view's) output now, under its own name.
-// Rounding: product + bias + R is rounded once instead of twice.
+// Rounding: product + bias + R is rounded once instead of twice. A one-query Attention whose R
+// is the Gather of its query rows from the whole sequence reads them there instead
+// (residual_rows "query"); the Gather is then dead.
 #include <algorithm>
 #include <vector>
 
@@ -34,6 +36,30 @@ int residual_slot(const Node& p) {
   }
   if (is_op(p, "Attention", "ingot")) return !absent(4) && absent(6) ? 6 : -1;
   return -1;
+}
+
+// An ingot.Attention with query_rows whose residual R is Gather(Y, indices, axis 1) of the whole
+// sequence Y [B, S, M] at exactly those query positions (gather_rows_early's Gather of the
+// classifier token's residual): Y, which the Attention can read in place (residual_rows
+// "query"), so the Gather's kernel disappears. kNoValue otherwise.
+template <class ShapeOf>
+ValueId whole_sequence_residual(const GraphEditor& ed, const Node& product, ValueId r, const ShapeOf& shape_of) {
+  if (!is_op(product, "Attention", "ingot")) return kNoValue;
+  const std::vector<int64_t> rows = product.attrs.get_ints("query_rows");
+  const int g = producer_if(ed, r, "Gather");
+  if (rows.empty() || g < 0 || !ed.alive(g)) return kNoValue;
+  const Node& gather = ed.node(g);
+  if (gather.inputs.size() != 2) return kNoValue;
+  const Shape* data = shape_of(gather.inputs[0]);
+  const Shape* out = shape_of(product.outputs[0]);
+  const Tensor* idx = ed.constant(gather.inputs[1]);
+  if (!data || !out || !idx || data->size() != 3 || out->empty() || data->back() != out->back()) return kNoValue;
+  int64_t axis = gather.attrs.get_int("axis", 0);
+  if (axis < 0) axis += 3;
+  if (axis != 1 || idx->shape().size() > 1 || idx->numel() != int64_t(rows.size())) return kNoValue;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (int64_t(idx->scalar_as_double(int64_t(i))) != rows[i]) return kNoValue;
+  return gather.inputs[0];
 }
 
 bool is_view(const Node& n) {
@@ -83,7 +109,10 @@ class FoldResidualIntoProduct : public Pass {
         if (view && !reshapable) continue;
 
         ValueId residual = r;
-        if (view) {
+        const ValueId whole = whole_sequence_residual(ed, ed.node(p), r, shape_of);
+        if (whole != kNoValue) {
+          residual = whole;
+        } else if (view) {
           Tensor shape(DType::kInt64, {int64_t(target.size())});
           for (size_t k = 0; k < target.size(); ++k) shape.data<int64_t>()[k] = target[k];
           Node reshape;
@@ -97,6 +126,12 @@ class FoldResidualIntoProduct : public Pass {
         Node product = ed.node(p);
         if (product.inputs.size() < size_t(slot) + 1) product.inputs.resize(size_t(slot) + 1, kNoValue);
         product.inputs[size_t(slot)] = residual;
+        if (whole != kNoValue) {
+          Attribute rows_from;
+          rows_from.kind = Attribute::Kind::kString;
+          rows_from.s = "query";
+          product.attrs.set("residual_rows", rows_from);
+        }
         // The sum keeps its name when the SkipLayerNorm output it (a graph output, or the next
         // pre-LN block's residual); else the operand's value is the sum now.
         const bool sum_read = sln.outputs.size() > 1 && sln.outputs[1] != kNoValue;

@@ -4,8 +4,9 @@
 // W_out and biases, sequence lengths that are not multiples of the kernels' blocks, several head
 // sizes (the tensor-core sizes and a generic one), batch sizes that select each query-block size,
 // float32 (tight) and float16/bfloat16 (against the CPU on float32 copies of the same rounded
-// values), query_rows (a few query positions, in launches of up to 16), and a head size the CUDA
-// kernel refuses (run on the CPU instead).
+// values), query_rows (a few query positions, in launches of up to 16), residuals of the output's
+// shape or read at the query rows of the whole sequence, and a head size the CUDA kernel refuses
+// (run on the CPU instead).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,12 +30,16 @@ struct Case {
   float filter = -std::numeric_limits<float>::infinity();
   std::vector<int64_t> query_rows;  // the query_rows attribute (empty: absent)
   DType int_mask = DType::kUndefined;  // mask_kind bool: an integer mask of this dtype (0 / 3) instead of bool
+  // Input 6: none, "output" (the output's shape) or "query" (the whole sequence [B, S, M],
+  // read at the query rows: residual_rows "query").
+  std::string residual = "none";
   std::string what() const {
     return "B" + std::to_string(B) + " S" + std::to_string(S) + " E" + std::to_string(E) + " H" + std::to_string(H) +
            " mask " + mask_kind + " " + shape_str(mask_shape) + (causal ? " causal" : "") +
            (nan_to_zero ? " nan_to_zero" : "") + (out_proj ? " W_out" : "") + (biases ? " biases" : "") +
            (query_rows.empty() ? "" : " query_rows " + std::to_string(query_rows.size())) +
-           (int_mask == DType::kUndefined ? "" : " mask " + dtype_name(int_mask));
+           (int_mask == DType::kUndefined ? "" : " mask " + dtype_name(int_mask)) +
+           (residual == "none" ? "" : " residual " + residual);
   }
 };
 
@@ -90,6 +95,13 @@ Model attention_model(const Case& c, const std::map<std::string, Tensor>& w, DTy
     n.inputs.push_back(id);
   }
   while (n.inputs.back() == kNoValue) n.inputs.pop_back();
+  if (c.residual != "none") {
+    ValueId r = value("R", dt);
+    g.inputs.push_back(r);
+    n.inputs.resize(6, kNoValue);
+    n.inputs.push_back(r);
+    if (c.residual == "query") n.attrs.set("residual_rows", string_attr("query"));
+  }
   n.attrs.set("num_heads", int_attr(c.H));
   n.attrs.set("scale", float_attr(c.scale));
   n.attrs.set("causal", int_attr(c.causal));
@@ -120,6 +132,10 @@ void run_case(const Case& c, DType dt, double atol, double rtol, const MaskFill&
     if (c.biases) w["b_out"] = random_of(dt, {c.M}, 4, -0.5, 0.5);
   }
   std::map<std::string, Tensor> feeds{{"X", random_of(dt, {c.B, c.S, c.E}, 5)}};
+  if (c.residual != "none") {
+    const int64_t rows = c.residual == "query" || c.query_rows.empty() ? c.S : int64_t(c.query_rows.size());
+    feeds["R"] = random_of(dt, {c.B, rows, c.M}, 7);
+  }
   const DType mask_dt = c.mask_kind != "bool" ? dt : c.int_mask == DType::kUndefined ? DType::kBool : c.int_mask;
   if (c.mask_kind != "none") {
     Tensor noise = random_of(DType::kFloat32, c.mask_shape, 6, -0.5, 0.5);
@@ -394,6 +410,30 @@ TEST(CudaAttention, QueryRows) {
     run_case(d, dt, tol, tol, padding);
     d.mask_kind = "none", d.out_proj = false;
     run_case(d, dt, tol, tol);
+  }
+}
+
+// A residual (input 6) added in the output projection's epilogue: of the output's shape, and
+// with residual_rows "query" the whole sequence read at the query rows (one row: a C with the
+// sequence's row pitch; several: one product per position), every float dtype.
+TEST(CudaAttention, Residuals) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat32 ? 1e-4 : dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    for (const char* residual : {"output", "query"}) {
+      for (int64_t B : {1, 32}) {
+        Case c;
+        c.B = B, c.S = 128, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {B, 1, 1, 128};
+        c.query_rows = {0}, c.residual = residual;
+        run_case(c, dt, tol, tol, padding);
+      }
+      Case d;
+      d.B = 3, d.S = 130, d.E = 128, d.H = 2, d.M = 96, d.query_rows = {5, -1, 0}, d.residual = residual;
+      run_case(d, dt, tol, tol);
+    }
+    Case all;  // no query_rows: "query" reads every row, as "output" does
+    all.residual = "query";
+    run_case(all, dt, tol, tol);
   }
 }
 

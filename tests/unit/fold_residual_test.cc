@@ -3,7 +3,8 @@
 // engines keep the SkipLayerNorm. The rewritten graph computes the same outputs (its residual
 // inputs run on the CPU kernels here), both operand orders and the pre-LN sum output are
 // handled, an activation or a broadcast residual stops it, and the transformer fixtures of both
-// exporters lose every SkipLayerNorm.
+// exporters lose every SkipLayerNorm; a classifier's one-query attention reads its residual rows
+// from the whole sequence (residual_rows "query") instead of through a Gather.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -137,6 +138,45 @@ TEST(FoldResidualIntoProduct, KernelsRejectAResidualWithAnActivation) {
   EXPECT_NE(e.status().message().find("residual"), std::string::npos) << e.status().message();
 }
 
+// ingot.Attention's residual_rows "query" (what the pass sets when a one-query attention's
+// residual is the Gather of its query rows): the residual is the whole sequence [B, S, M] and
+// output row (b, i) adds its row (b, query_rows[i]), as an explicit Gather of those rows does.
+TEST(FoldResidualIntoProduct, AttentionAddsTheQueryRowsOfAWholeSequenceResidual) {
+  constexpr int64_t H = 2, N = 8, M = 6;
+  const std::vector<int64_t> rows{3, -1, 0};
+  auto model = [&](bool whole) {
+    GraphBuilder b("test:residual_rows");
+    ValueId x = b.input("X", DType::kFloat32, {B, S, E});
+    ValueId r = b.input("R", DType::kFloat32, {B, S, M});
+    Attributes a;
+    a.set("num_heads", int_attr(H));
+    a.set("scale", float_attr(0.3f));
+    a.set("query_rows", ints_attr(rows));
+    if (whole) a.set("residual_rows", string_attr("query"));
+    ValueId residual = whole ? r : b.node("Gather", {r, b.constant("rows", [&] {
+                                               Tensor t(DType::kInt64, {int64_t(rows.size())});
+                                               for (size_t i = 0; i < rows.size(); ++i) t.data<int64_t>()[i] = rows[i];
+                                               return t;
+                                             }())},
+                                          [] {
+                                            Attributes g;
+                                            g.set("axis", int_attr(1));
+                                            return g;
+                                          }());
+    b.output(b.node("Attention",
+                    {x, b.constant("Wqkv", random_tensor({E, 3 * N}, 1)), b.constant("bqkv", random_tensor({3 * N}, 2)),
+                     kNoValue, b.constant("Wout", random_tensor({N, M}, 3)), b.constant("bout", random_tensor({M}, 4)),
+                     residual},
+                    a, "ingot"));
+    return b.m;
+  };
+  const std::map<std::string, Tensor> feeds{{"X", random_tensor({B, S, E}, 5)}, {"R", random_tensor({B, S, M}, 6)}};
+  auto whole = run_as_is(model(true), feeds), gathered = run_as_is(model(false), feeds);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].tensor.shape(), (Shape{B, int64_t(rows.size()), M}));
+  EXPECT_LE(max_diff(whole, gathered), 1e-6);
+}
+
 // The transformer fixtures of both exporters: every residual add of every layer folds (post-LN
 // BERT-style models: both per layer, the last layer's through the one-query Squeeze; GPT-2's
 // pre-LN blocks: into the residual sums, through the Reshape after its 2-D products), and the
@@ -158,6 +198,16 @@ TEST(FoldResidualIntoProduct, TransformerFixtures) {
       // Two layers of two residual adds each; what stays a SkipLayerNorm is the embeddings' sum.
       EXPECT_EQ(rewrites, 4) << what;
       EXPECT_EQ(count(cuda).residual_products, 4) << what;
+      // A classifier's last attention (one query row) reads its residual from the whole
+      // sequence: no Gather of the residual is left.
+      int whole_sequence = 0;
+      for (const Node& n : cuda.graph.nodes) {
+        if (n.op_type != "Attention" || n.inputs.size() < 7 || n.inputs[6] == kNoValue) continue;
+        whole_sequence += n.attrs.get_string("residual_rows", "output") == "query";
+        for (const Node& p : cuda.graph.nodes)
+          if (!p.outputs.empty() && p.outputs[0] == n.inputs[6]) EXPECT_NE(p.op_type, "Gather") << what;
+      }
+      EXPECT_EQ(whole_sequence, std::string(model) == "gpt2" ? 0 : 1) << what;
       for (const Node& n : cuda.graph.nodes)
         if (n.op_type == "SkipLayerNorm")
           for (ValueId v : n.inputs)

@@ -11,7 +11,8 @@
 //            4 W_out  [N, M]      optional output projection (absent: the output is the context)
 //            5 b_out  [M]         optional
 //            6 residual [B, Sq, M] optional, needs W_out: added to the output projection
-//                     (fold_residual_into_product, CUDA engines: there in the GEMM's epilogue)
+//                     (fold_residual_into_product, CUDA engines: there in the GEMM's epilogue);
+//                     [B, S, M] with residual_rows "query": its rows at the query positions
 //   attrs    num_heads (int, divides N), scale (float, multiplies Q·Kᵀ), causal (0/1: key j > query
 //            i is masked, without reading any tensor), mask_kind ("none" | "add" | "bool"),
 //            mask_filter_value (float, default -inf), nan_to_zero (0/1: probabilities that are NaN
@@ -19,7 +20,9 @@
 //            Where(IsNaN(p), 0, p)), precision ("fp32" | "bf16": the CPU's matrix unit for the
 //            two projections, set by bf16 engines; the attention core stays float32)
 //            query_rows (ints, optional: the query positions whose rows are output, in that order;
-//            negative counts from the end; made by gather_rows_early for a classifier's token)
+//            negative counts from the end; made by gather_rows_early for a classifier's token),
+//            residual_rows ("output", the default | "query": input 6 is the whole sequence, read
+//            at the query positions — the classifier token's residual without a Gather)
 //   output   [B, Sq, M] (or [B, Sq, N] without W_out), X's dtype; Sq = S, or query_rows' count.
 //
 // Per head h: P = softmax(scale · Q_h K_hᵀ + mask), context_h = P V_h, heads concatenated along
@@ -238,9 +241,10 @@ class AttentionKernel : public OpKernel {
     }
     INGOT_RETURN_IF_ERROR(attention_query_positions(attrs_, d.S).status());
     const Shape out{d.B, attention_query_count(attrs_, d.S), d.M};
-    if (ctx.has_input(kResidual) && (!ctx.has_input(kWout) || ctx.input_shape(kResidual) != out))
+    const Shape residual = attrs_.residual_at_query_rows ? Shape{d.B, d.S, d.M} : out;
+    if (ctx.has_input(kResidual) && (!ctx.has_input(kWout) || ctx.input_shape(kResidual) != residual))
       return invalid_argument("input 6 (residual) has shape " + shape_str(ctx.input_shape(kResidual)) +
-                              (ctx.has_input(kWout) ? ", expected " + shape_str(out) : " but W_out is absent"));
+                              (ctx.has_input(kWout) ? ", expected " + shape_str(residual) : " but W_out is absent"));
     ctx.set_output(0, t, out);
     return Status::ok();
   }
@@ -348,8 +352,12 @@ class AttentionKernel : public OpKernel {
         Tensor r = to_f32(ctx.input(kResidual));
         float* y = yf.data<float>();
         const float* rp = r.data<float>();
-        parallel_for(yf.numel(), 1, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) y[i] += rp[i];
+        // Output row o = b·Sq + i reads residual row o, or b·S + qpos[i] with residual_rows "query".
+        parallel_for(out_rows, 1, [&](int64_t b, int64_t e) {
+          for (int64_t o = b; o < e; ++o) {
+            const int64_t src = attrs_.residual_at_query_rows ? (o / Sq) * d.S + qpos[size_t(o % Sq)] : o;
+            for (int64_t j = 0; j < d.M; ++j) y[o * d.M + j] += rp[src * d.M + j];
+          }
         });
       }
       if (!f32) from_f32(yf, Y);

@@ -5,8 +5,12 @@
 //   3. Y = context · W_out + b_out (+ R)   a second GEMM (without W_out the context is Y itself); a
 //                                          residual R (input 6) is its C, added in the epilogue
 // With query_rows the context and Y have Sq = query_rows' count rows per batch instead of S: the
-// core computes those queries alone (against every key) and the out-projection runs on B·Sq rows.
-// Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] when W_out is given].
+// core computes those queries alone (against every key) and the out-projection runs on B·Sq rows;
+// with residual_rows "query" too, R is the whole sequence and its query rows are read in place.
+// Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] when W_out is given | the
+// residual's query rows [B*Sq, M] with residual_rows "query", should cuBLASLt need them dense].
+#include <algorithm>
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -62,7 +66,19 @@ class AttentionKernel : public CudaKernel {
     const int64_t out_rows = x.size() == 3 ? x[0] * attention_query_count(attrs_, x[1]) : 0;
     const size_t es = dtype_size(in[kX].dtype);
     const bool has_out = size_t(kWout) < in.size() && in[kWout].present;
-    return kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es) + (has_out ? align_up(size_t(out_rows * N) * es) : 0);
+    if (!has_out) return kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es);
+    const bool sequence_residual = attrs_.residual_at_query_rows && !attrs_.query_rows.empty() &&
+                                   size_t(kResidual) < in.size() && in[kResidual].present;
+    const int64_t M = in[kWout].shape.size() == 2 ? in[kWout].shape[1] : 0;
+    return workspace_bytes_before_rows(x.size() == 3 ? x[0] : 0, x.size() == 3 ? x[1] : 0, N,
+                                       out_rows / std::max<int64_t>(x.size() == 3 ? x[0] : 1, 1), es) +
+           (sequence_residual ? align_up(size_t(out_rows * M) * es) : 0);
+  }
+
+  // Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] | residual rows [B*Sq, M]];
+  // the offset of the last (used only when cuBLASLt refuses a C of the sequence's row pitch).
+  static size_t workspace_bytes_before_rows(int64_t B, int64_t S, int64_t N, int64_t Sq, size_t es) {
+    return kGemmWorkspaceBytes + align_up(size_t(B * S * 3 * N) * es) + align_up(size_t(B * Sq * N) * es);
   }
 
   Status compute(CudaComputeContext& ctx) const override {
@@ -108,13 +124,55 @@ class AttentionKernel : public CudaKernel {
       GemmDesc out;
       out.m = out_rows, out.n = Wout.dim(1), out.k = N, out.dtype = t;
       out.bias = bout;
-      if (ctx.has_input(kResidual)) out.beta = 1.f, out.c_in = ctx.input(kResidual).raw();
-      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw(), ws, kGemmWorkspaceBytes));
+      if (!attrs_.residual_at_query_rows || attrs_.query_rows.empty() || !ctx.has_input(kResidual)) {
+        if (ctx.has_input(kResidual)) out.beta = 1.f, out.c_in = ctx.input(kResidual).raw();
+        INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw(), ws, kGemmWorkspaceBytes));
+        return Status::ok();
+      }
+      INGOT_RETURN_IF_ERROR(project_with_sequence_residual(ctx, out, context, B, S, query_pos));
     }
     return Status::ok();
   }
 
  private:
+  // The output projection when the residual is the whole sequence [B, S, M] (residual_rows
+  // "query"): query position i's residual rows b·S + pos_i are a C with a row pitch of S·M, so
+  // each position is one product over the B rows b·Sq + i of the context and the output (pitches
+  // Sq·N and Sq·M): one GEMM for a classifier's token, and no Gather. Should cuBLASLt refuse C
+  // and D of different pitches, the rows are copied into the workspace (one strided copy per
+  // position) and added as a plain C, and that choice is kept for later runs.
+  Status project_with_sequence_residual(CudaComputeContext& ctx, const GemmDesc& out, const void* context, int64_t B,
+                                        int64_t S, const std::vector<int64_t>& query_pos) const {
+    const Tensor& R = ctx.input(kResidual);
+    const Tensor& Wout = ctx.input(kWout);
+    Tensor& Y = ctx.output(0);
+    const int64_t Sq = int64_t(query_pos.size()), M = out.n, N = out.k;
+    const size_t es = dtype_size(out.dtype);
+    char* ws = static_cast<char*>(ctx.workspace());
+    const char* r = static_cast<const char*>(R.raw());
+    auto per_position = [&](int64_t i, const void* c_in, int64_t ldc_in) {
+      GemmDesc row = out;
+      row.m = B, row.lda = Sq * N, row.ldc = Sq * M, row.ldc_in = ldc_in;
+      row.beta = 1.f, row.c_in = c_in;
+      return lt_gemm(ctx.handles(), row, static_cast<const char*>(context) + size_t(i * N) * es, Wout.raw(),
+                     static_cast<char*>(Y.raw()) + size_t(i * M) * es, ws, kGemmWorkspaceBytes);
+    };
+    if (!strided_c_refused_.load(std::memory_order_relaxed)) {
+      Status st = Status::ok();
+      for (int64_t i = 0; i < Sq && st; ++i) st = per_position(i, r + size_t(query_pos[size_t(i)] * M) * es, S * M);
+      if (st || Sq == 0) return st;
+      strided_c_refused_.store(true, std::memory_order_relaxed);
+    }
+    char* rows = ws + workspace_bytes_before_rows(B, S, N, Sq, es);
+    for (int64_t i = 0; i < Sq; ++i)
+      INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(rows + size_t(i * M) * es, size_t(Sq * M) * es,
+                                                   r + size_t(query_pos[size_t(i)] * M) * es, size_t(S * M) * es,
+                                                   size_t(M) * es, size_t(B), cudaMemcpyDeviceToDevice, ctx.stream()));
+    GemmDesc gathered = out;
+    gathered.beta = 1.f, gathered.c_in = rows;
+    return lt_gemm(ctx.handles(), gathered, context, Wout.raw(), Y.raw(), ws, kGemmWorkspaceBytes);
+  }
+
 
   // Element strides of the mask broadcast (numpy rules) to [B, heads, S, S]; 0 on broadcast axes.
   Status mask_strides(const Shape& m, int64_t B, int64_t S, AttentionCoreArgs& a) const {
@@ -135,6 +193,7 @@ class AttentionKernel : public CudaKernel {
   }
 
   AttentionAttrs attrs_;
+  mutable std::atomic<bool> strided_c_refused_{false};
 };
 
 }  // namespace

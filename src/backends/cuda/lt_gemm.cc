@@ -38,7 +38,7 @@ uint32_t alignment_of(const void* p, int64_t batch, int64_t stride, size_t elem)
 }
 
 struct PlanKey {
-  int64_t m, n, k, batch, stride_a, stride_b, stride_c, lda, ldb, ldc;
+  int64_t m, n, k, batch, stride_a, stride_b, stride_c, lda, ldb, ldc, ldc_in;
   uint64_t workspace;
   int32_t device;
   uint32_t align_a, align_b, align_c, align_bias;
@@ -55,7 +55,7 @@ struct PlanKeyHash {
       h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     };
     for (int64_t v : {key.m, key.n, key.k, key.batch, key.stride_a, key.stride_b, key.stride_c, key.lda, key.ldb,
-                      key.ldc})
+                      key.ldc, key.ldc_in})
       mix(uint64_t(v));
     mix(key.workspace);
     mix(uint64_t(key.device) << 32 | uint64_t(key.dtype) << 8 | uint64_t(key.activation));
@@ -71,7 +71,9 @@ struct PlanKeyHash {
 // (two contexts may run the same shape on different streams at once).
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (our B), B (our A), C
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (our B), B (our A), D
+  cublasLtMatrixLayout_t c_in = nullptr;  // C when its leading dimension differs from D's, else null
+  cublasLtMatrixLayout_t c_layout() const { return c_in ? c_in : c; }
   cublasLtMatmulAlgo_t algo{};
   std::mutex bias_mutex;
 
@@ -79,6 +81,7 @@ struct Plan {
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
   ~Plan() {
+    if (c_in) cublasLtMatrixLayoutDestroy(c_in);
     if (c) cublasLtMatrixLayoutDestroy(c);
     if (b) cublasLtMatrixLayoutDestroy(b);
     if (a) cublasLtMatrixLayoutDestroy(a);
@@ -187,6 +190,8 @@ Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& k
   INGOT_RETURN_IF_ERROR(make_layout(plan.b, type, key.trans_a ? key.m : key.k, key.trans_a ? key.k : key.m, key.lda,
                                     key.batch, key.stride_a, d));
   INGOT_RETURN_IF_ERROR(make_layout(plan.c, type, key.n, key.m, key.ldc, key.batch, key.stride_c, d));
+  if (key.ldc_in != key.ldc)
+    INGOT_RETURN_IF_ERROR(make_layout(plan.c_in, type, key.n, key.m, key.ldc_in, key.batch, key.stride_c, d));
 
   cublasLtMatmulPreference_t pref = nullptr;
   INGOT_RETURN_IF_ERROR(check(cublasLtMatmulPreferenceCreate(&pref), d, "cublasLtMatmulPreferenceCreate"));
@@ -210,7 +215,7 @@ Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& k
                                  "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)"));
 
   int found = 0;
-  INGOT_RETURN_IF_ERROR(check(cublasLtMatmulAlgoGetHeuristic(handles.lt, plan.op, plan.a, plan.b, plan.c, plan.c, pref,
+  INGOT_RETURN_IF_ERROR(check(cublasLtMatmulAlgoGetHeuristic(handles.lt, plan.op, plan.a, plan.b, plan.c_layout(), plan.c, pref,
                                                              kCandidates, results, &found),
                               d, "cublasLtMatmulAlgoGetHeuristic"));
   usable = 0;
@@ -255,7 +260,7 @@ void autotune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* a
   int best_i = -1;
   for (int i = 0; i < usable; ++i) {
     const float ms = time_trials(h, start, stop, [&] {
-      return cublasLtMatmul(h.lt, plan.op, &d.alpha, b, plan.a, a, plan.b, &d.beta, cin, plan.c, c, plan.c,
+      return cublasLtMatmul(h.lt, plan.op, &d.alpha, b, plan.a, a, plan.b, &d.beta, cin, plan.c_layout(), c, plan.c,
                             &results[i].algo, ws, ws_bytes, h.stream) == CUBLAS_STATUS_SUCCESS;
     });
     if (ms >= 0 && (best_i < 0 || ms < best)) best = ms, best_i = i;
@@ -282,9 +287,12 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
   key.lda = d.lda ? d.lda : cols_a;
   key.ldb = d.ldb ? d.ldb : cols_b;
   key.ldc = d.ldc ? d.ldc : d.n;
-  if (key.lda < cols_a || key.ldb < cols_b || key.ldc < d.n)
+  const void* cin = d.c_in && d.beta != 0.0f ? d.c_in : c;
+  key.ldc_in = cin != c && d.ldc_in ? d.ldc_in : key.ldc;
+  if (key.lda < cols_a || key.ldb < cols_b || key.ldc < d.n || key.ldc_in < d.n)
     return gemm_error(d, "leading dimensions lda=" + std::to_string(key.lda) + " ldb=" + std::to_string(key.ldb) +
-                             " ldc=" + std::to_string(key.ldc) + " are smaller than the rows they hold");
+                             " ldc=" + std::to_string(key.ldc) + " ldc_in=" + std::to_string(key.ldc_in) +
+                             " are smaller than the rows they hold");
   if (d.batch > 1 && d.stride_c == 0) return gemm_error(d, "a batched output needs a nonzero stride_c");
   // Strides only matter for batches; normalising them keeps one key per unbatched shape.
   key.stride_a = d.batch > 1 ? d.stride_a : 0;
@@ -298,8 +306,9 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
   const size_t elem = dtype_size(d.dtype);
   key.align_a = alignment_of(a, d.batch, key.stride_a, elem);
   key.align_b = alignment_of(b, d.batch, key.stride_b, elem);
-  const void* cin = d.c_in && d.beta != 0.0f ? d.c_in : c;
   key.align_c = std::min(alignment_of(c, d.batch, key.stride_c, elem), alignment_of(cin, d.batch, key.stride_c, elem));
+  // A C with its own row pitch: its rows are as aligned as the pitch allows.
+  if (key.ldc_in != key.ldc) key.align_c = std::min(key.align_c, alignment_of(nullptr, 2, key.ldc_in, elem));
   key.align_bias = d.bias ? alignment_of(d.bias, 1, 0, elem) : 0;
 
   // The workspace cuBLASLt sees: 256-byte aligned, at most kGemmWorkspaceBytes (a fixed cap
@@ -330,7 +339,7 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
 
   void* ws_ptr = ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr;
   auto run = [&] {
-    return check(cublasLtMatmul(handles.lt, plan->op, &d.alpha, b, plan->a, a, plan->b, &d.beta, cin, plan->c, c,
+    return check(cublasLtMatmul(handles.lt, plan->op, &d.alpha, b, plan->a, a, plan->b, &d.beta, cin, plan->c_layout(), c,
                                 plan->c, &plan->algo, ws_ptr, ws_bytes, handles.stream),
                  d, "cublasLtMatmul");
   };

@@ -29,8 +29,11 @@ struct GemmDesc {
   DType dtype = DType::kFloat32;
   float alpha = 1.0f, beta = 0.0f;
   // The C that beta scales, when it is not the output itself (a residual added in the epilogue:
-  // D = A·B + bias + C into another buffer); same layout as the output. Null: C is the output.
+  // D = A·B + bias + C into another buffer); the output's layout, except that its leading
+  // dimension is ldc_in when that is nonzero (rows picked out of a longer matrix: a
+  // classifier token's residual read from the whole sequence). Null: C is the output.
   const void* c_in = nullptr;
+  int64_t ldc_in = 0;
   const void* bias = nullptr;  // [n] or null
   GemmActivation activation = GemmActivation::kNone;
 };
