@@ -5,7 +5,8 @@
 // --iterations runs and the timed runs (of both backends together) took --duration seconds. With --against ort, ingot and ONNX Runtime
 // (a peer process, tools/ort_peer.h) get the identical input tensors and thread count, and run
 // in alternating blocks (--block runs of ingot, then --block of ONNX Runtime, repeated) so
-// machine noise hits both. Latencies are wall-clock around one synchronous run.
+// machine noise hits both. Latencies are wall-clock around one synchronous run. --streams N runs
+// N contexts of the engine at once (bench_streams.h) and reports their aggregate throughput.
 //
 // Shape sweeps (--batch, --seq): see kShapeRule below.
 #include <sys/stat.h>
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_stats.h"
+#include "bench_streams.h"
 #include "cli_common.h"
 #include "io/npy.h"
 #include "ort_peer.h"
@@ -70,6 +72,7 @@ struct BenchOptions {
   // --text: time tokenization + inference end to end on these texts (one batch).
   std::string tokenizer;
   std::vector<std::string> texts;
+  int streams = 1;  // --streams: concurrent execution contexts (bench_streams.h)
 };
 
 Expected<std::vector<int64_t>> parse_list(const std::string& flag, const std::string& spec) {
@@ -155,6 +158,10 @@ struct TempDir {
 
 struct Side {
   std::vector<double> ms;
+  // --streams N > 1: wall clock of the timed blocks, in which N contexts ran at once; the
+  // throughput is runs over that, not the reciprocal of a run's latency.
+  int streams = 1;
+  double wall_ms = 0;
   bench::LatencyStats stats;
   // Device engines: GPU time of each run between CUDA events around the graph replay (no
   // copies), and of its input and output copies.
@@ -162,9 +169,13 @@ struct Side {
   bench::LatencyStats gpu_stats;
   int64_t peak_rss_kb = 0, rss_delta_kb = 0;
   double total_ms() const {
+    if (streams > 1) return wall_ms;
     double total = 0;
     for (double v : ms) total += v;
     return total;
+  }
+  double inferences_per_s() const {
+    return streams > 1 ? (wall_ms > 0 ? double(ms.size()) * 1000.0 / wall_ms : 0.0) : bench::per_second(stats.mean);
   }
 };
 
@@ -177,7 +188,7 @@ struct ShapeResult {
 };
 
 nlohmann::json side_json(const Side& s, int64_t batch) {
-  double ips = bench::per_second(s.stats.mean);
+  double ips = s.inferences_per_s();
   return {{"count", s.stats.count},
           {"total_ms", s.stats.total},
           {"mean_ms", s.stats.mean},
@@ -192,6 +203,7 @@ nlohmann::json side_json(const Side& s, int64_t batch) {
           {"samples_per_s", ips * double(batch)},
           {"peak_rss_kb", s.peak_rss_kb},
           {"rss_delta_kb", s.rss_delta_kb},
+          {"streams", s.streams},
           {"latencies_ms", s.ms}};
 }
 
@@ -209,7 +221,7 @@ nlohmann::json gpu_json(const Side& s) {
 
 std::vector<std::string> side_row(const Side& s, int64_t batch) {
   using bench::fixed;
-  double ips = bench::per_second(s.stats.mean);
+  double ips = s.inferences_per_s();
   return {std::to_string(s.stats.count), fixed(s.stats.mean, 3),   fixed(s.stats.median, 3), fixed(s.stats.p90, 3),
           fixed(s.stats.p95, 3),         fixed(s.stats.p99, 3),    fixed(s.stats.min, 3),    fixed(s.stats.max, 3),
           fixed(s.stats.stddev, 3),      fixed(ips, 1),            fixed(ips * double(batch), 1),
@@ -242,6 +254,8 @@ int run_bench(const BenchOptions& o) {
   if (!o.texts.empty() && (!o.shapes.empty() || !o.batch.empty() || !o.seq.empty())) {
     return usage_error("--text sets the input shapes itself: drop --shapes/--batch/--seq");
   }
+  if (o.streams > 1 && !o.against.empty()) return usage_error("--streams runs ingot alone: drop --against");
+  if (o.streams > 1 && !o.texts.empty()) return usage_error("--streams times inference alone: drop --text");
 
   // ---- the peer before the model: a missing ONNX Runtime is reported at once
   std::unique_ptr<OrtPeer> peer;
@@ -419,6 +433,11 @@ int run_bench(const BenchOptions& o) {
                            std::to_string(kSwitchIdle.count()) + " ms idle before each"
                      : "")
             << "\n";
+  if (o.streams > 1) {
+    std::cout << "streams   " << o.streams << " execution contexts run at once, a host thread each"
+              << (engine->device() ? " and a CUDA stream each" : "")
+              << "; latencies are each run's own, inf/s and samples/s the aggregate over the blocks' wall clock\n";
+  }
   std::cout << "command   " << command_line() << "\n";
 
   // ---- measure
@@ -428,7 +447,9 @@ int run_bench(const BenchOptions& o) {
     Status st = peer->load(peer_model, threads);
     if (!st) return error(st);
   }
-  auto ctx = engine->create_context();
+  std::vector<std::unique_ptr<ExecutionContext>> contexts;
+  for (int i = 0; i < o.streams; ++i) contexts.push_back(engine->create_context());
+  ExecutionContext* ctx = contexts.front().get();
   using clock = std::chrono::steady_clock;
   for (size_t k = 0; k < results.size(); ++k) {
     ShapeResult& r = results[k];
@@ -450,7 +471,19 @@ int run_bench(const BenchOptions& o) {
     for (const auto& [name, t] : inputs) r.shapes[name] = t.shape();
     std::cout << "shape " << (k + 1) << "   " << r.label << std::endl;
 
+    r.ingot.streams = o.streams;
     auto run_ingot = [&](int n, std::vector<double>* out) -> Status {
+      if (o.streams > 1) {  // n runs on each context, all at once
+        auto block = run_streams(contexts, inputs, n);
+        if (!block) return block.status();
+        if (!out) return Status::ok();
+        out->insert(out->end(), block->ms.begin(), block->ms.end());
+        r.ingot.wall_ms += block->wall_ms;
+        r.ingot.gpu_ms.insert(r.ingot.gpu_ms.end(), block->gpu_ms.begin(), block->gpu_ms.end());
+        r.ingot.h2d_ms.insert(r.ingot.h2d_ms.end(), block->h2d_ms.begin(), block->h2d_ms.end());
+        r.ingot.d2h_ms.insert(r.ingot.d2h_ms.end(), block->d2h_ms.begin(), block->d2h_ms.end());
+        return Status::ok();
+      }
       for (int i = 0; i < n; ++i) {
         auto t0 = clock::now();
         if (tokenizer) {
@@ -607,7 +640,7 @@ int run_bench(const BenchOptions& o) {
     const auto& d = *engine->device_properties();
     std::cout << "GPU " << d.name << " (compute capability " << d.compute_capability << ", CUDA runtime "
               << d.runtime_version << "); CUDA graphs " << (engine->options().cuda_graph ? "on" : "off") << "\n";
-    std::cout << "device memory: " << describe_device_memory(*engine, ctx.get()) << "\n";
+    std::cout << "device memory: " << describe_device_memory(*engine, ctx) << (o.streams > 1 ? " (one context of " + std::to_string(o.streams) + ")" : "") << "\n";
   }
   std::cout << "load average " << load_average() << " at end\n";
 
@@ -642,7 +675,7 @@ int run_bench(const BenchOptions& o) {
       j["against"] = nullptr;
     }
     j["settings"] = {{"warmup_ms", o.warmup_ms}, {"iterations", o.iterations}, {"duration_s", o.duration},
-                     {"block", o.block}, {"seed", o.seed}, {"threads", threads}};
+                     {"block", o.block}, {"seed", o.seed}, {"threads", threads}, {"streams", o.streams}};
     j["memory"] = {{"rss_before_load_kb", rss_before_kb}, {"rss_after_load_kb", rss_loaded_kb}};
     j["results"] = nlohmann::json::array();
     for (const ShapeResult& r : results) {
@@ -699,6 +732,10 @@ Command setup_bench(CLI::App& parent) {
       ->type_name("ort");
   app->add_option("--tokenizer", o->tokenizer, "tokenizer.json (or vocab.txt) for --text")->type_name("FILE");
   app->add_option("--text", o->texts, "time tokenization + inference on this text (repeat for a batch)");
+  app->add_option("--streams", o->streams,
+                  "run N execution contexts at once, a thread (and CUDA stream) each, as concurrent requests "
+                  "would; inf/s is their aggregate (default 1)")
+      ->check(CLI::Range(1, 256));
   app->add_option("--ort-peer", o->ort_peer, "which ONNX Runtime peer: auto (python first), python, node")
       ->check(CLI::IsMember({"auto", "python", "node"}));
   app->footer(kShapeRule);

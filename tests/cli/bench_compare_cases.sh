@@ -81,6 +81,16 @@ case $CASE in
       -- bench "$M/embed.onnx" --batch 1,2 --seq 3,5 --iterations 2 --duration 0 --warmup-ms 0 --json "$TMP/s.json"
     check_json "$TMP/s.json" '[(r["batch"],r["seq"]) for r in j["results"]]==[(1,3),(1,5),(2,3),(2,5)]'
     check_json "$TMP/s.json" 'j["results"][3]["shapes"]=={"input_ids":[2,5],"attention_mask":[2,5]}' ;;
+  bench_streams)
+    need_python
+    expect_rc 0 "streams   3 execution contexts run at once" "| ingot " \
+      -- bench "$M/mlp.onnx" --shapes x:2x4 --streams 3 --iterations 6 --duration 0 --warmup-ms 0 --threads 1 --json "$TMP/t.json"
+    for e in 'j["settings"]["streams"]==3' 'j["results"][0]["ingot"]["streams"]==3' \
+             'j["results"][0]["ingot"]["count"]>=6 and j["results"][0]["ingot"]["count"]%3==0' \
+             'len(j["results"][0]["ingot"]["latencies_ms"])==j["results"][0]["ingot"]["count"]' \
+             'j["results"][0]["ingot"]["inferences_per_s"]>0'; do
+      check_json "$TMP/t.json" "$e"
+    done ;;
   bench_help)
     expect_rc 0 "--batch" "--seq" "--against" "dim 1 of every integer (token) input" -- bench --help ;;
   bench_no_seq_dim)
@@ -128,6 +138,8 @@ case $CASE in
   bench_bad_batch)      expect_error 2 "--batch: 'x' in '1,x' is not a positive integer" -- bench "$M/mlp.onnx" --batch 1,x ;;
   bench_bad_against)    expect_error 2 "--against: 'tensorflow' is not supported" -- bench "$M/mlp.onnx" --against tensorflow ;;
   bench_bad_shapes)     expect_error 2 "--shapes: '2x4' has no 'name:'" -- bench "$M/mlp.onnx" --shapes 2x4 ;;
+  bench_bad_streams)    expect_error 2 "--streams" -- bench "$M/mlp.onnx" --streams 0 ;;
+  bench_streams_against) expect_error 2 "--streams runs ingot alone: drop --against" -- bench "$M/mlp.onnx" --streams 2 --against ort ;;
   compare_no_reference) expect_error 2 "compare needs --reference REF.npz or --against ort|OTHER.onnx" -- compare "$M/mlp.onnx" ;;
   compare_both)         expect_error 2 "cannot be given together" -- compare "$M/mlp.onnx" --reference a.npz --against ort ;;
   compare_bad_atol)     expect_error 2 "--atol" -- compare "$M/mlp.onnx" --against ort --atol -1 ;;
