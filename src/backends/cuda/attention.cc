@@ -116,7 +116,8 @@ class AttentionKernel : public CudaKernel {
     a.scale = attrs_.scale, a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
     a.sm_count = ctx.handles().sm_count;
     a.query_pos = query_pos.data(), a.query_count = int64_t(query_pos.size());
-    INGOT_RETURN_IF_ERROR(cuda_status(launch_attention_core(a, ctx.stream()), "attention core"));
+    if (!ctx.handles().skips("Attention.core"))
+      INGOT_RETURN_IF_ERROR(cuda_status(launch_attention_core(a, ctx.stream()), "attention core"));
 
     if (has_out) {
       const Tensor& Wout = ctx.input(kWout);

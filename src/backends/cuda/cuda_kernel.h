@@ -23,6 +23,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ struct CudaHandles {
   cudnnHandle_t cudnn = nullptr;  // bound to `stream`
   int sm_count = 0;               // multiprocessors of the device
   bool allow_tf32 = false;
+  // INGOT_CUDA_SKIP_OPS (a timing aid, cuda_context.cc): op types whose steps enqueue nothing,
+  // and parts of ops that kernels leave out ("Attention.core": the flash kernel). Empty normally.
+  std::set<std::string> skip_ops;
+  bool skips(const std::string& what) const { return !skip_ops.empty() && skip_ops.count(what) > 0; }
 };
 
 // A device buffer owned by a kernel or the executor; freed with it.
