@@ -11,6 +11,10 @@
 // A lookup may also be read by Shape nodes (TorchScript's DistilBERT and GPT-2 take the sequence
 // length off the word embeddings, and their position ids depend on it): such a Shape becomes
 // Concat(Shape(ids), [H]), the same value computed without the lookup.
+// A term may also be a constant [S, H] or [1, S, H] (a position lookup that fold_constants has
+// already evaluated, as it does when the sequence length is fixed and the rows are few: MiniLM's
+// 128 x 384): it becomes a lookup of that table by the ids 0..S-1 ([S] or [1, S], broadcast
+// against the other ids as the constant broadcast against their rows).
 // The lookups keep the unfused order and grouping (attribute x_terms: how many of them made X),
 // so the sum rounds exactly as before: s = (X terms summed) + (skip terms summed).
 #include <vector>
@@ -24,7 +28,7 @@ namespace {
 constexpr int kMaxLookups = 3;
 
 struct Lookup {
-  int gather = -1;
+  int gather = -1;  // -1: a constant term, `table` the constant itself and no ids yet
   ValueId table = kNoValue, ids = kNoValue;
   std::vector<int> shape_readers;  // plain Shape nodes reading the gathered rows
 };
@@ -45,12 +49,21 @@ class FuseEmbedLayerNorm : public Pass {
       const int64_t x_terms = int64_t(lookups.size());
       ok = ok && terms(ed, sln.inputs[1], i, lookups, adds);
       if (!ok || lookups.size() < 2 || int(lookups.size()) > kMaxLookups) continue;
-      const Tensor* first = ed.constant(lookups[0].table);
+      int constants = 0;
+      const Lookup* gathered = nullptr;
+      for (const Lookup& l : lookups) {
+        constants += l.gather < 0;
+        if (l.gather >= 0 && !gathered) gathered = &l;
+      }
+      if (!gathered || constants > 1) continue;
+      const Tensor* first = ed.constant(gathered->table);
       for (const Lookup& l : lookups) {
         const Tensor* t = ed.constant(l.table);
-        ok &= t && t->dtype() == first->dtype() && t->dim(1) == first->dim(1);
+        ok &= t && t->dtype() == first->dtype() && t->shape().back() == first->dim(1);
       }
       if (!ok) continue;
+      for (Lookup& l : lookups)
+        if (l.gather < 0) constant_as_lookup(ed, sln.name, l);
 
       Node f;
       f.name = sln.name + "/embed_layer_norm";
@@ -74,7 +87,7 @@ class FuseEmbedLayerNorm : public Pass {
       for (int a : adds) ed.remove_node(a);
       for (const Lookup& l : lookups) {
         for (int sh : l.shape_readers) shape_without_lookup(ed, sh, l.ids, width);
-        ed.remove_node(l.gather);
+        if (l.gather >= 0) ed.remove_node(l.gather);
       }
       ed.add_node(std::move(f));
       ++rewrites;
@@ -132,10 +145,34 @@ class FuseEmbedLayerNorm : public Pass {
     ed.add_node(std::move(cat));
   }
 
-  // v is one lookup, or an Add of two, read only by `user`; appends them in operand order.
+  // A constant [S, H] or [1, S, H] float term: a lookup of its S rows, ids made later.
+  static bool constant_term(const GraphEditor& ed, ValueId v, Lookup& out) {
+    const Tensor* t = ed.constant(v);
+    if (!t || !dtype_is_float(t->dtype()) || t->rank() < 2 || t->rank() > 3 || (t->rank() == 3 && t->dim(0) != 1) ||
+        t->numel() == 0)
+      return false;
+    out = Lookup{-1, v, kNoValue, {}};
+    return true;
+  }
+
+  // The constant term of `l` as a table [S, H] read at ids 0..S-1, shaped [S] or [1, S] like the
+  // constant's leading dims so that the ids broadcast as the constant did.
+  static void constant_as_lookup(GraphEditor& ed, const std::string& name, Lookup& l) {
+    const Tensor& c = *ed.constant(l.table);
+    const int64_t S = c.shape()[c.rank() - 2], H = c.shape().back();
+    Tensor table = c.clone();
+    table = table.reshaped({S, H});
+    Tensor ids(DType::kInt64, c.rank() == 3 ? Shape{1, S} : Shape{S});
+    for (int64_t i = 0; i < S; ++i) ids.data<int64_t>()[i] = i;
+    l.table = ed.add_initializer(name + "/constant_rows", std::move(table));
+    l.ids = ed.add_initializer(name + "/constant_row_ids", std::move(ids));
+  }
+
+  // v is one lookup or constant term, or an Add of two lookups, read only by `user`; appends
+  // them in operand order.
   static bool terms(const GraphEditor& ed, ValueId v, int user, std::vector<Lookup>& out, std::vector<int>& adds) {
     Lookup l;
-    if (lookup(ed, v, user, l)) {
+    if (lookup(ed, v, user, l) || constant_term(ed, v, l)) {
       out.push_back(l);
       return true;
     }

@@ -1,7 +1,9 @@
 // fuse_embed_layer_norm: word + position (+ type) lookups, their sum and the LayerNorm become one
-// ingot.EmbedLayerNorm that computes what the unfused graph computed.
+// ingot.EmbedLayerNorm that computes what the unfused graph computed, also when the position
+// rows were already folded into a constant.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "../ops/embedding_model.h"
@@ -110,6 +112,44 @@ TEST(FuseEmbedLayerNorm, CastToTheSameDtypeDoesNotBlockIt) {
   ASSERT_TRUE(e.has_value()) << e.status().message();
   EXPECT_EQ(count_op(**e, "EmbedLayerNorm"), 1);
   EXPECT_EQ(count_op(**e, "Cast"), 0);
+}
+
+// Position rows that fold_constants already evaluated (a fixed sequence length, few rows) are a
+// constant term [1, S, H] or [S, H]: they fuse as a lookup of that constant at 0..S-1.
+TEST(FuseEmbedLayerNorm, FoldedPositionRowsFuseAsAConstantTable) {
+  constexpr int64_t S = 9, H = 16;
+  for (bool rank3 : {true, false}) {
+    for (bool with_type : {false, true}) {
+      Model m = embedding_model(50, H, with_type);
+      Graph& g = m.graph;
+      // pos_rows = table rows 0..S-1 as an initializer; its Gather and the pos_ids input go.
+      const Tensor& table = g.initializers.at(g.find("pos"));
+      Tensor rows(DType::kFloat32, rank3 ? Shape{1, S, H} : Shape{S, H});
+      std::copy_n(table.data<float>(), S * H, rows.data<float>());
+      const ValueId pos_rows = g.find("pos_rows");
+      g.initializers[pos_rows] = rows;
+      std::erase_if(g.nodes, [&](const Node& n) { return !n.outputs.empty() && n.outputs[0] == pos_rows; });
+      std::erase(g.inputs, g.find("pos_ids"));
+      auto feeds = embedding_feeds(3, S, 50);
+      feeds.erase("pos_ids");
+      if (!with_type) feeds.erase("type_ids");
+      const std::string what = std::string(rank3 ? "[1, S, H]" : "[S, H]") + (with_type ? " word+type" : " word");
+      auto fused = Engine::from_model(m);
+      ASSERT_TRUE(fused.has_value()) << what << ": " << fused.status().message();
+      EXPECT_EQ(count_op(**fused, "EmbedLayerNorm"), 1) << what;
+      EXPECT_EQ(count_op(**fused, "Gather"), 0) << what;
+      EngineOptions off;
+      off.disabled_passes = {"fuse_embed_layer_norm"};
+      auto plain = Engine::from_model(m, off);
+      ASSERT_TRUE(plain.has_value()) << what;
+      auto a = (*fused)->create_context()->run(feeds);
+      auto b = (*plain)->create_context()->run(feeds);
+      ASSERT_TRUE(a.has_value()) << what << ": " << a.status().message();
+      ASSERT_TRUE(b.has_value()) << what;
+      EXPECT_EQ((*a)[0].tensor.shape(), (Shape{3, S, H})) << what;
+      EXPECT_LE(max_abs_diff((*a)[0].tensor, (*b)[0].tensor), 2e-5) << what;
+    }
+  }
 }
 
 }  // namespace
