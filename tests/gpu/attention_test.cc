@@ -4,7 +4,8 @@
 // W_out and biases, sequence lengths that are not multiples of the kernels' blocks, several head
 // sizes (the tensor-core sizes and a generic one), batch sizes that select each query-block size,
 // float32 (tight) and float16/bfloat16 (against the CPU on float32 copies of the same rounded
-// values), query_rows (a few query positions, in launches of up to 16), residuals of the output's
+// values), query_rows (a few query positions, in launches of up to 16; one position over many
+// rows, where Q is projected for that position alone), residuals of the output's
 // shape or read at the query rows of the whole sequence, and a head size the CUDA kernel refuses
 // (run on the CPU instead).
 #include <gtest/gtest.h>
@@ -398,6 +399,8 @@ TEST(CudaAttention, QueryRows) {
       Case c;
       c.B = B, c.S = 128, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {B, 1, 1, 128};
       c.query_rows = {0};
+      run_case(c, dt, tol, tol, padding);
+      c.query_rows = {-3}, c.biases = false;  // B·S = 4096: Q projected for the query rows alone
       run_case(c, dt, tol, tol, padding);
     }
     Case d;

@@ -1,5 +1,7 @@
 // ingot.Attention on CUDA (the contract is at the top of backends/cpu/attention.cc):
 //   1. qkv = X · W_qkv + b_qkv             one cuBLASLt GEMM with a bias epilogue, into the workspace
+//                                          (a one-query attention over many rows: K|V for every row
+//                                          and Q for the query rows alone, project_qkv)
 //   2. context = softmax(scale · Q Kᵀ + mask) V per head, flash style (attention.cu), read from qkv
 //      and written head-interleaved into [B*S, N] without transposes
 //   3. Y = context · W_out + b_out (+ R)   a second GEMM (without W_out the context is Y itself); a
@@ -23,6 +25,10 @@ namespace ingot::cuda {
 namespace {
 
 constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5, kResidual = 6;
+// Rows (B·S) from which a one-query attention projects Q for its query rows alone (project_qkv):
+// below, the second launch costs about what the smaller product saves. Estimated from cuBLASLt's
+// times at these shapes (sessions 5-7), not yet measured as a whole.
+constexpr int64_t kSplitQueryRows = 2048;
 
 size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 
@@ -100,10 +106,7 @@ class AttentionKernel : public CudaKernel {
     void* qkv = ws + kGemmWorkspaceBytes;
     void* context = has_out ? ws + kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es) : Y.raw();
 
-    GemmDesc proj;
-    proj.m = rows, proj.n = 3 * N, proj.k = E, proj.dtype = t;
-    proj.bias = ctx.has_input(kBqkv) ? ctx.input(kBqkv).raw() : nullptr;
-    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), proj, X.raw(), Wqkv.raw(), qkv, ws, kGemmWorkspaceBytes));
+    INGOT_RETURN_IF_ERROR(project_qkv(ctx, B, S, E, N, query_pos, qkv));
 
     AttentionCoreArgs a;
     a.qkv = qkv, a.context = context;
@@ -136,6 +139,35 @@ class AttentionKernel : public CudaKernel {
   }
 
  private:
+  // qkv = X · W_qkv + b_qkv: one GEMM over every row, except for a classifier's attention on one
+  // query position over many rows (B·S >= kSplitQueryRows), whose flash kernel reads Q at that
+  // position alone: there K and V (columns [N, 3N)) are one GEMM over every row and Q one over
+  // the B rows b·S + pos (row pitch S·E in, S·3N out), a third fewer multiplies for one more
+  // launch (BERT-base at b32: N' = 1536 instead of 2304 for 4096 rows, plus 32 x 768 x 768).
+  Status project_qkv(CudaComputeContext& ctx, int64_t B, int64_t S, int64_t E, int64_t N,
+                     const std::vector<int64_t>& query_pos, void* qkv) const {
+    const Tensor& X = ctx.input(kX);
+    const Tensor& Wqkv = ctx.input(kWqkv);
+    const void* bias = ctx.has_input(kBqkv) ? ctx.input(kBqkv).raw() : nullptr;
+    const size_t es = dtype_size(X.dtype());
+    GemmDesc all;
+    all.m = B * S, all.n = 3 * N, all.k = E, all.dtype = X.dtype(), all.bias = bias;
+    void* ws = ctx.workspace();
+    if (query_pos.size() != 1 || B * S < kSplitQueryRows)
+      return lt_gemm(ctx.handles(), all, X.raw(), Wqkv.raw(), qkv, ws, kGemmWorkspaceBytes);
+    auto at = [es](const void* p, int64_t elems) { return static_cast<const char*>(p) + size_t(elems) * es; };
+    char* out = static_cast<char*>(qkv);
+    GemmDesc kv = all;
+    kv.n = 2 * N, kv.ldb = 3 * N, kv.ldc = 3 * N, kv.bias = bias ? at(bias, N) : nullptr;
+    INGOT_RETURN_IF_ERROR(
+        lt_gemm(ctx.handles(), kv, X.raw(), at(Wqkv.raw(), N), out + size_t(N) * es, ws, kGemmWorkspaceBytes));
+    const int64_t pos = query_pos[0];
+    GemmDesc q = all;
+    q.m = B, q.n = N, q.lda = S * E, q.ldb = 3 * N, q.ldc = S * 3 * N;
+    return lt_gemm(ctx.handles(), q, at(X.raw(), pos * E), Wqkv.raw(), out + size_t(pos * 3 * N) * es, ws,
+                   kGemmWorkspaceBytes);
+  }
+
   // The output projection when the residual is the whole sequence [B, S, M] (residual_rows
   // "query"): query position i's residual rows b·S + pos_i are a C with a row pitch of S·M, so
   // each position is one product over the B rows b·Sq + i of the context and the output (pitches
