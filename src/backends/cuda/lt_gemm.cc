@@ -30,7 +30,8 @@ constexpr uint32_t kMaxAlignment = 256;
 // cuBLASLt's workspace must be 256-byte aligned.
 constexpr uintptr_t kWorkspaceAlignment = 256;
 
-// Largest power of two (≤ kMaxAlignment) dividing the address of every matrix of a batch.
+// Largest power of two (≤ kMaxAlignment) dividing the address of every matrix of a batch. (Row
+// pitches are in the layouts the heuristic sees; these hints are about the pointers.)
 uint32_t alignment_of(const void* p, int64_t batch, int64_t stride, size_t elem) {
   uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(p)) | kMaxAlignment;
   if (batch > 1 && stride != 0) bits |= uint64_t(stride) * elem;
@@ -307,8 +308,6 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
   key.align_a = alignment_of(a, d.batch, key.stride_a, elem);
   key.align_b = alignment_of(b, d.batch, key.stride_b, elem);
   key.align_c = std::min(alignment_of(c, d.batch, key.stride_c, elem), alignment_of(cin, d.batch, key.stride_c, elem));
-  // A C with its own row pitch: its rows are as aligned as the pitch allows.
-  if (key.ldc_in != key.ldc) key.align_c = std::min(key.align_c, alignment_of(nullptr, 2, key.ldc_in, elem));
   key.align_bias = d.bias ? alignment_of(d.bias, 1, 0, elem) : 0;
 
   // The workspace cuBLASLt sees: 256-byte aligned, at most kGemmWorkspaceBytes (a fixed cap
