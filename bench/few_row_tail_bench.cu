@@ -23,7 +23,9 @@
 // differences from a float64 host reference. Nothing in the engine uses this kernel yet: this program says
 // whether it should.
 //
-//   few_row_tail_bench [--rows 1,32] [--iters 500]
+//   few_row_tail_bench [--rows 1,32] [--iters 500] [--layer]
+// --layer stops after the second LayerNorm: an encoder layer's side after attention, as a whole
+// layer at batch 1 runs it (--rows 128), the direction of one kernel per layer at batch 1.
 // on the GPU machine, from the pack: scripts/gpu-check.sh --unpack-to /tmp/p >/dev/null && /tmp/p/few_row_tail_bench
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
@@ -67,7 +69,7 @@ void check_status(const Status& st) {
 
 constexpr int kThreads = 256;   // 8 warps
 constexpr int kCols = 64;       // output columns of a product tile
-constexpr int kMaxRows = 32;    // rows the kernel takes (two m16 blocks)
+constexpr int kMaxRows = 128;   // rows the kernel takes (eight m16 blocks)
 constexpr int kMaxClasses = 8;
 constexpr int kWStride = kCols + 8;  // halves per W tile row in shared memory (+8: ldmatrix without bank conflicts)
 
@@ -93,6 +95,7 @@ struct TailParams {
   float* logits;    // [rows, classes]
   int classes = 2;
   int tanh_head = 0;
+  int head = 1;  // 0: stop after the second LayerNorm (--layer: one whole encoder layer's FFN side)
   int a_smem = 0, a_stride = 0, red_smem = 0;
 };
 
@@ -151,8 +154,9 @@ __device__ __forceinline__ float partial_sum(const TailParams& p, const Product&
 
 // Partial sums of one product tile: A rows [0, rows) x the tile's K slice, through mma.sync.
 // kGeluA: A is round(gelu(sum of product `src`'s partials + bias)) (FFN2 reading FFN1), else a
-// float16 matrix. kMB: m16 blocks of rows (1 for up to 16 rows, else 2), a template parameter
-// so the accumulators stay in registers.
+// float16 matrix. kMB: m16 blocks of rows (1, 2, 4 or 8: up to 128 rows), a template parameter
+// so the accumulators stay in registers. A is staged kAChunk columns at a time.
+constexpr int kAChunk = 64;
 template <bool kGeluA, int kMB>
 __device__ void product_tile(const TailParams& p, int q, const __half* a, int64_t lda, const Product* src,
                              const __half* src_bias, unsigned char* smem) {
@@ -160,53 +164,56 @@ __device__ void product_tile(const TailParams& p, int q, const __half* a, int64_
   const int t = int(blockIdx.x);
   if (t >= d.tiles()) return;
   const int nb = t % d.nblocks, s = t / d.nblocks, k0 = s * d.kslice, kn = min(d.kslice, d.K - k0);
-  constexpr int mblocks = kMB;
   __half* as = reinterpret_cast<__half*>(smem + p.a_smem);
-  for (int i = int(threadIdx.x); i < mblocks * 16 * (kn / 8); i += kThreads) {
-    const int m = i / (kn / 8), c8 = i % (kn / 8), k = k0 + c8 * 8;
-    __align__(16) __half v[8];
-    if (m < p.rows) {
-      if constexpr (kGeluA) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          v[j] = __float2half_rn(gelu_tanh(partial_sum(p, *src, m, k + j) + __half2float(src_bias[k + j])));
-      } else {
-        *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(a + int64_t(m) * lda + k);
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = __float2half_rn(0.f);
-    }
-    *reinterpret_cast<uint4*>(as + m * p.a_stride + c8 * 8) = *reinterpret_cast<const uint4*>(v);
-  }
-  __syncthreads();
   // Warp w: columns 16·(w % 4) .. +16 (two n8 tiles), every other 16-deep k step from w / 4.
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, npair = warp & 3, khalf = warp >> 2;
   const __half* ws = reinterpret_cast<const __half*>(smem + d.smem);
-  float acc[2][2][4] = {};
-  for (int ks = khalf; ks < kn / 16; ks += 2) {
-    uint32_t b[4];
-    ldmatrix_x4_trans(b, smem_addr(ws + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kWStride + npair * 16 +
-                                   (lane >> 4) * 8));
+  float acc[kMB][2][4] = {};
+  for (int c0 = 0; c0 < kn; c0 += kAChunk) {
+    const int cn = min(kAChunk, kn - c0);
+    if (c0 > 0) __syncthreads();  // the previous chunk is consumed
+    for (int i = int(threadIdx.x); i < kMB * 16 * (cn / 8); i += kThreads) {
+      const int m = i / (cn / 8), c8 = i % (cn / 8), k = k0 + c0 + c8 * 8;
+      __align__(16) __half v[8];
+      if (m < p.rows) {
+        if constexpr (kGeluA) {
 #pragma unroll
-    for (int mb = 0; mb < mblocks; ++mb) {
-      uint32_t af[4];
-      ldmatrix_x4(af, smem_addr(as + (mb * 16 + (lane & 15)) * p.a_stride + ks * 16 + (lane >> 4) * 8));
-      mma(acc[mb][0], af, b[0], b[1]);
-      mma(acc[mb][1], af, b[2], b[3]);
+          for (int j = 0; j < 8; ++j)
+            v[j] = __float2half_rn(gelu_tanh(partial_sum(p, *src, m, k + j) + __half2float(src_bias[k + j])));
+        } else {
+          *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(a + int64_t(m) * lda + k);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] = __float2half_rn(0.f);
+      }
+      *reinterpret_cast<uint4*>(as + m * p.a_stride + c8 * 8) = *reinterpret_cast<const uint4*>(v);
+    }
+    __syncthreads();
+    for (int ks = khalf; ks < cn / 16; ks += 2) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, smem_addr(ws + ((c0 / 16 + ks) * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kWStride +
+                                     npair * 16 + (lane >> 4) * 8));
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) {
+        uint32_t af[4];
+        ldmatrix_x4(af, smem_addr(as + (mb * 16 + (lane & 15)) * p.a_stride + ks * 16 + (lane >> 4) * 8));
+        mma(acc[mb][0], af, b[0], b[1]);
+        mma(acc[mb][1], af, b[2], b[3]);
+      }
     }
   }
   // The odd k steps' warps hand their sums to the even ones through shared memory.
-  float* red = reinterpret_cast<float*>(smem + p.red_smem) + npair * (2 * 2 * 4 * 32);
+  float* red = reinterpret_cast<float*>(smem + p.red_smem) + npair * (kMB * 2 * 4 * 32);
   if (khalf == 1) {
 #pragma unroll
-    for (int i = 0; i < 16; ++i) red[i * 32 + lane] = (&acc[0][0][0])[i];
+    for (int i = 0; i < kMB * 8; ++i) red[i * 32 + lane] = (&acc[0][0][0])[i];
   }
   __syncthreads();
   if (khalf == 0) {
     const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
-    for (int mb = 0; mb < mblocks; ++mb)
+    for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -291,6 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1) tail_kernel(const TailParams p) {
   product_tile<true, kMB>(p, 2, nullptr, 0, &p.p[1], p.b1, smem);
   grid.sync();
   layer_norm_rows(p, 2, p.b2, p.h1, p.p[2].N, p.g2, p.be2, p.h2, smem);
+  if (!p.head) return;
   grid.sync();
   cp_async_wait<0>();
   product_tile<false, kMB>(p, 3, p.h2, p.p[3].K, nullptr, nullptr, smem);
@@ -335,8 +343,11 @@ struct HostTail {
   std::vector<__half> ctx, seq, wo, bo, g1, be1, w1, b1, w2, b2, g2, be2, wp, bp, wc, bc;
 };
 
-// The float64 reference, with the kernels' float16 rounding points.
-std::vector<double> reference(const TailModel& md, const HostTail& h, int rows, int seq_len) {
+// The float64 reference, with the kernels' float16 rounding points: h2 and the logits.
+struct Reference {
+  std::vector<double> h2, logits;
+};
+Reference reference(const TailModel& md, const HostTail& h, int rows, int seq_len) {
   const int E = md.E, F = md.F, C = md.C;
   auto product = [&](const std::vector<double>& a, const std::vector<__half>& w, int K, int N) {
     std::vector<double> y(size_t(rows) * N, 0.0);
@@ -376,6 +387,8 @@ std::vector<double> reference(const TailModel& md, const HostTail& h, int rows, 
   for (int m = 0; m < rows; ++m)
     for (int c = 0; c < E; ++c) y2[size_t(m) * E + c] = rnd(y2[size_t(m) * E + c] + h2f(h.b2[c]) + h1[size_t(m) * E + c]);
   layer_norm(y2, h.g2, h.be2);
+  Reference ref;
+  ref.h2 = y2;
   auto z = product(y2, h.wp, E, E);
   std::vector<double> logits(size_t(rows) * C);
   for (int m = 0; m < rows; ++m) {
@@ -389,7 +402,8 @@ std::vector<double> reference(const TailModel& md, const HostTail& h, int rows, 
       logits[size_t(m) * C + j] = t;
     }
   }
-  return logits;
+  ref.logits = std::move(logits);
+  return ref;
 }
 
 // Splits product d's K so that its tiles fill at most `grid` CTAs: slices of a multiple of 16.
@@ -436,9 +450,11 @@ float median_graph_ms(cudaStream_t stream, Enqueue enqueue, int iters, void* flu
   return ms[ms.size() / 2];
 }
 
-void run(const TailModel& md, int rows, int iters, int sm_count, const CudaHandles& handles, void* ws, void* flush,
-         size_t flush_bytes) {
-  const int E = md.E, F = md.F, C = md.C, S = 128;
+void run(const TailModel& md, int rows, bool layer_only, int iters, int sm_count, const CudaHandles& handles, void* ws,
+         void* flush, size_t flush_bytes) {
+  // The residual rows: row 0 of each of `rows` sequences of 128 (a classifier's token), or with
+  // --layer the rows themselves (every token of one sequence at batch 1).
+  const int E = md.E, F = md.F, C = md.C, S = layer_only ? 1 : 128;
   const float we = 1.f / std::sqrt(float(E)), wf = 1.f / std::sqrt(float(F));
   HostTail h;
   h.ctx = random_halves(size_t(rows) * E, 1.f, 1);
@@ -450,7 +466,7 @@ void run(const TailModel& md, int rows, int iters, int sm_count, const CudaHandl
   h.g2 = random_halves(E, 1.f, 11), h.be2 = random_halves(E, 0.1f, 12);
   h.wp = random_halves(size_t(E) * E, we, 13), h.bp = random_halves(E, 0.1f, 14);
   h.wc = random_halves(size_t(E) * C, we, 15), h.bc = random_halves(C, 0.1f, 16);
-  const std::vector<double> want = reference(md, h, rows, S);
+  const Reference want = reference(md, h, rows, S);
 
   __half *ctx = upload(h.ctx), *seq = upload(h.seq), *wo = upload(h.wo), *bo = upload(h.bo), *g1 = upload(h.g1),
          *be1 = upload(h.be1), *w1 = upload(h.w1), *b1 = upload(h.b1), *w2 = upload(h.w2), *b2 = upload(h.b2),
@@ -467,7 +483,7 @@ void run(const TailModel& md, int rows, int iters, int sm_count, const CudaHandl
   p.rows = rows, p.ctx = ctx, p.ld_ctx = E, p.residual = seq, p.ld_res = int64_t(S) * E;
   const int dims[4][2] = {{E, E}, {E, F}, {F, E}, {E, E}};
   const __half* ws4[4] = {wo, w1, w2, wp};
-  int smem = 0, max_kslice = 0;
+  int smem = 0;
   for (int q = 0; q < 4; ++q) {
     Product& d = p.p[q];
     d.w = ws4[q], d.K = dims[q][0], d.N = dims[q][1];
@@ -475,15 +491,15 @@ void run(const TailModel& md, int rows, int iters, int sm_count, const CudaHandl
     d.partial = upload(std::vector<float>(size_t(d.slices) * rows * d.N));
     d.smem = smem;
     smem += d.kslice * kWStride * 2;
-    max_kslice = std::max(max_kslice, d.kslice);
   }
-  p.a_smem = smem, p.a_stride = max_kslice + 8;
-  smem += kMaxRows * p.a_stride * 2;
+  const int mblocks = rows <= 16 ? 1 : rows <= 32 ? 2 : rows <= 64 ? 4 : 8;
+  p.a_smem = smem, p.a_stride = kAChunk + 8;
+  smem += mblocks * 16 * p.a_stride * 2;
   p.red_smem = smem;
-  smem += 4 * 2 * 2 * 4 * 32 * 4;
+  smem += 4 * mblocks * 2 * 4 * 32 * 4;
   p.bo = bo, p.b1 = b1, p.b2 = b2, p.bp = bp, p.g1 = g1, p.be1 = be1, p.g2 = g2, p.be2 = be2, p.wc = wc, p.bc = bc;
-  p.h1 = h1, p.h2 = h2, p.logits = logits, p.classes = C, p.tanh_head = md.tanh_head;
-  auto kernel = rows <= 16 ? tail_kernel<1> : tail_kernel<2>;
+  p.h1 = h1, p.h2 = h2, p.logits = logits, p.classes = C, p.tanh_head = md.tanh_head, p.head = !layer_only;
+  auto kernel = mblocks == 1 ? tail_kernel<1> : mblocks == 2 ? tail_kernel<2> : mblocks == 4 ? tail_kernel<4> : tail_kernel<8>;
   CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   int per_sm = 0;
   CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, size_t(smem)));
@@ -524,6 +540,7 @@ void run(const TailModel& md, int rows, int iters, int sm_count, const CudaHandl
     check_status(lt_gemm(handles, ffn2, a2, w2, y3, ws, kGemmWorkspaceBytes));
     ln.x = y3, ln.gamma = g2, ln.beta = be2, ln.y = h2;
     CHECK_CUDA(launch_row_norm(ln, handles.stream));
+    if (layer_only) return;
     GemmDesc head;
     head.m = rows, head.n = E, head.k = E, head.dtype = DType::kFloat16, head.bias = bp;
     if (!md.tanh_head) head.activation = GemmActivation::kRelu;
@@ -535,15 +552,24 @@ void run(const TailModel& md, int rows, int iters, int sm_count, const CudaHandl
                                      PointwiseActivation::kRelu, handles.stream));
   };
 
+  // The logits, or with --layer h2, against the reference.
   auto check = [&] {
     CHECK_CUDA(cudaStreamSynchronize(handles.stream));
+    if (layer_only) {
+      std::vector<__half> got(size_t(rows) * E);
+      CHECK_CUDA(cudaMemcpy(got.data(), h2, got.size() * sizeof(__half), cudaMemcpyDeviceToHost));
+      std::vector<float> f(got.size());
+      for (size_t i = 0; i < got.size(); ++i) f[i] = h2f(got[i]);
+      return max_diff(f, want.h2);
+    }
     std::vector<float> got(size_t(rows) * C);
     CHECK_CUDA(cudaMemcpy(got.data(), logits, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    return max_diff(got, want);
+    return max_diff(got, want.logits);
   };
   kernels();  // first run outside capture: cuBLASLt picks its algorithms
   const double err_kernels = check();
   CHECK_CUDA(cudaMemset(logits, 0, size_t(rows) * C * sizeof(float)));
+  CHECK_CUDA(cudaMemset(h2, 0, size_t(rows) * E * sizeof(__half)));
   fused();
   const double err_fused = check();
   const float t_kernels_hot = median_graph_ms(handles.stream, kernels, iters, nullptr, 0);
@@ -563,7 +589,7 @@ void run(const TailModel& md, int rows, int iters, int sm_count, const CudaHandl
         attr.val.cooperative = 1;
         cfg.attrs = &attr;
         cfg.numAttrs = 1;
-        CHECK_CUDA(cudaLaunchKernelEx(&cfg, barriers_kernel, 6));
+        CHECK_CUDA(cudaLaunchKernelEx(&cfg, barriers_kernel, layer_only ? 4 : 6));
       },
       iters, nullptr, 0);
   std::printf("| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.1e | %.1e |\n", md.name, rows, t_kernels_hot * 1e3,
@@ -576,9 +602,16 @@ void run(const TailModel& md, int rows, int iters, int sm_count, const CudaHandl
 int main(int argc, char** argv) {
   std::vector<int> rows{1, 32};
   int iters = 500;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool layer_only = false;
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--iters") {
+    if (a == "--layer") {
+      layer_only = true;
+      --i;
+    } else if (i + 1 >= argc) {
+      std::fprintf(stderr, "few_row_tail_bench: %s needs a value\n", a.c_str());
+      return 2;
+    } else if (a == "--iters") {
       iters = std::atoi(argv[i + 1]);
     } else if (a == "--rows") {
       rows.clear();
@@ -614,14 +647,16 @@ int main(int argc, char** argv) {
   void* flush = nullptr;
   CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
   std::printf("%s, %d SMs; GPU us per tail (median of %d graph replays)\n\n", prop.name, prop.multiProcessorCount, iters);
-  std::printf("| model | rows | kernels, hot | fused, hot | kernels, cold | fused, cold | 6 grid barriers alone | kernels max err | fused max err |\n");
+  std::printf("%s\n\n", layer_only ? "--layer: out-projection, LayerNorm, FFN, LayerNorm (4 grid barriers); max err on h2"
+                                    : "the tail: out-projection to logits (6 grid barriers); max err on the logits");
+  std::printf("| model | rows | kernels, hot | fused, hot | kernels, cold | fused, cold | grid barriers alone | kernels max err | fused max err |\n");
   std::printf("| --- | --: | --: | --: | --: | --: | --: | --: | --: |\n");
   TailModel distilbert;
   TailModel bert;
   bert.tanh_head = true, bert.name = "BERT-base";
   for (int r : rows) {
-    run(distilbert, r, iters, prop.multiProcessorCount, handles, ws, flush, flush_bytes);
-    run(bert, r, iters, prop.multiProcessorCount, handles, ws, flush, flush_bytes);
+    run(distilbert, r, layer_only, iters, prop.multiProcessorCount, handles, ws, flush, flush_bytes);
+    if (!layer_only) run(bert, r, false, iters, prop.multiProcessorCount, handles, ws, flush, flush_bytes);
   }
   return 0;
 }
