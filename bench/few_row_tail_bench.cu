@@ -420,14 +420,24 @@ double max_diff(const std::vector<float>& got, const std::vector<double>& want) 
   return d;
 }
 
+// Median GPU time of `enqueue` (which returns its first error) replayed as a CUDA graph, or
+// launched directly when it cannot be captured (`graphed` says which): cooperative launches
+// are capturable from CUDA 12 on, and this keeps the numbers coming should a driver refuse.
 template <class Enqueue>
-float median_graph_ms(cudaStream_t stream, Enqueue enqueue, int iters, void* flush, size_t flush_bytes) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  enqueue();
-  CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+float median_ms(cudaStream_t stream, Enqueue enqueue, int iters, void* flush, size_t flush_bytes, bool* graphed) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  bool use_graph = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+  if (use_graph) {
+    const cudaError_t launched = enqueue();
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+    use_graph = launched == cudaSuccess && ended == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    if (!use_graph) {
+      cudaGetLastError();
+      if (graph) cudaGraphDestroy(graph);
+    }
+  }
+  *graphed = use_graph;
   cudaEvent_t a, b;
   CHECK_CUDA(cudaEventCreate(&a));
   CHECK_CUDA(cudaEventCreate(&b));
@@ -435,7 +445,8 @@ float median_graph_ms(cudaStream_t stream, Enqueue enqueue, int iters, void* flu
   for (int i = 0; i < iters + 20; ++i) {
     if (flush) CHECK_CUDA(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream));
     CHECK_CUDA(cudaEventRecord(a, stream));
-    CHECK_CUDA(cudaGraphLaunch(exec, stream));
+    if (use_graph) CHECK_CUDA(cudaGraphLaunch(exec, stream));
+    else CHECK_CUDA(enqueue());
     CHECK_CUDA(cudaEventRecord(b, stream));
     CHECK_CUDA(cudaEventSynchronize(b));
     float t = 0;
@@ -443,8 +454,10 @@ float median_graph_ms(cudaStream_t stream, Enqueue enqueue, int iters, void* flu
     if (i >= 20) ms.push_back(t);
   }
   std::sort(ms.begin(), ms.end());
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  if (use_graph) {
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   return ms[ms.size() / 2];
@@ -518,7 +531,7 @@ void run(const TailModel& md, int rows, bool layer_only, int iters, int sm_count
     attr.val.cooperative = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    CHECK_CUDA(cudaLaunchKernelEx(&cfg, kernel, p));
+    return cudaLaunchKernelEx(&cfg, kernel, p);
   };
 
   // ---- today's kernels (as an ingot engine enqueues them)
@@ -540,7 +553,7 @@ void run(const TailModel& md, int rows, bool layer_only, int iters, int sm_count
     check_status(lt_gemm(handles, ffn2, a2, w2, y3, ws, kGemmWorkspaceBytes));
     ln.x = y3, ln.gamma = g2, ln.beta = be2, ln.y = h2;
     CHECK_CUDA(launch_row_norm(ln, handles.stream));
-    if (layer_only) return;
+    if (layer_only) return cudaSuccess;
     GemmDesc head;
     head.m = rows, head.n = E, head.k = E, head.dtype = DType::kFloat16, head.bias = bp;
     if (!md.tanh_head) head.activation = GemmActivation::kRelu;
@@ -550,6 +563,7 @@ void run(const TailModel& md, int rows, bool layer_only, int iters, int sm_count
                               handles.stream));
     CHECK_CUDA(launch_skinny_product(pooled, wc, bc, logits, rows, E, C, DType::kFloat16, true, false,
                                      PointwiseActivation::kRelu, handles.stream));
+    return cudaSuccess;
   };
 
   // The logits, or with --layer h2, against the reference.
@@ -566,18 +580,19 @@ void run(const TailModel& md, int rows, bool layer_only, int iters, int sm_count
     CHECK_CUDA(cudaMemcpy(got.data(), logits, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
     return max_diff(got, want.logits);
   };
-  kernels();  // first run outside capture: cuBLASLt picks its algorithms
+  CHECK_CUDA(kernels());  // first run outside capture: cuBLASLt picks its algorithms
   const double err_kernels = check();
   CHECK_CUDA(cudaMemset(logits, 0, size_t(rows) * C * sizeof(float)));
   CHECK_CUDA(cudaMemset(h2, 0, size_t(rows) * E * sizeof(__half)));
-  fused();
+  CHECK_CUDA(fused());
   const double err_fused = check();
-  const float t_kernels_hot = median_graph_ms(handles.stream, kernels, iters, nullptr, 0);
-  const float t_fused_hot = median_graph_ms(handles.stream, fused, iters, nullptr, 0);
-  const float t_kernels_cold = median_graph_ms(handles.stream, kernels, iters, flush, flush_bytes);
-  const float t_fused_cold = median_graph_ms(handles.stream, fused, iters, flush, flush_bytes);
+  bool graphed[5];
+  const float t_kernels_hot = median_ms(handles.stream, kernels, iters, nullptr, 0, &graphed[0]);
+  const float t_fused_hot = median_ms(handles.stream, fused, iters, nullptr, 0, &graphed[1]);
+  const float t_kernels_cold = median_ms(handles.stream, kernels, iters, flush, flush_bytes, &graphed[2]);
+  const float t_fused_cold = median_ms(handles.stream, fused, iters, flush, flush_bytes, &graphed[3]);
   const double err_fused_graph = check();
-  const float t_barriers = median_graph_ms(
+  const float t_barriers = median_ms(
       handles.stream,
       [&] {
         cudaLaunchConfig_t cfg{};
@@ -589,12 +604,13 @@ void run(const TailModel& md, int rows, bool layer_only, int iters, int sm_count
         attr.val.cooperative = 1;
         cfg.attrs = &attr;
         cfg.numAttrs = 1;
-        CHECK_CUDA(cudaLaunchKernelEx(&cfg, barriers_kernel, layer_only ? 4 : 6));
+        return cudaLaunchKernelEx(&cfg, barriers_kernel, layer_only ? 4 : 6);
       },
-      iters, nullptr, 0);
-  std::printf("| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.1e | %.1e |\n", md.name, rows, t_kernels_hot * 1e3,
-              t_fused_hot * 1e3, t_kernels_cold * 1e3, t_fused_cold * 1e3, t_barriers * 1e3, err_kernels,
-              std::max(err_fused, err_fused_graph));
+      iters, nullptr, 0, &graphed[4]);
+  auto us = [&](float ms, int i) { return std::to_string(ms * 1e3).substr(0, 6) + (graphed[i] ? "" : " (no graph)"); };
+  std::printf("| %s | %d | %s | %s | %s | %s | %s | %.1e | %.1e |\n", md.name, rows, us(t_kernels_hot, 0).c_str(),
+              us(t_fused_hot, 1).c_str(), us(t_kernels_cold, 2).c_str(), us(t_fused_cold, 3).c_str(),
+              us(t_barriers, 4).c_str(), err_kernels, std::max(err_fused, err_fused_graph));
 }
 
 }  // namespace
