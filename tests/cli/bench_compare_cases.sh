@@ -88,7 +88,8 @@ case $CASE in
     for e in 'j["settings"]["streams"]==3' 'j["results"][0]["ingot"]["streams"]==3' \
              'j["results"][0]["ingot"]["count"]>=6 and j["results"][0]["ingot"]["count"]%3==0' \
              'len(j["results"][0]["ingot"]["latencies_ms"])==j["results"][0]["ingot"]["count"]' \
-             'j["results"][0]["ingot"]["inferences_per_s"]>0'; do
+             'j["results"][0]["ingot"]["inferences_per_s"]>0' \
+             'abs(j["results"][0]["ingot"]["inferences_per_s"]-1000*j["results"][0]["ingot"]["count"]/j["results"][0]["ingot"]["wall_ms"])<1e-6*j["results"][0]["ingot"]["inferences_per_s"]'; do
       check_json "$TMP/t.json" "$e"
     done ;;
   bench_help)
