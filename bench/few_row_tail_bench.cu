@@ -44,6 +44,7 @@
 #include "backends/cuda/elementwise_impl.h"
 #include "backends/cuda/gemm_impl.h"
 #include "backends/cuda/lt_gemm.h"
+#include "backends/cuda/mma_sync.cuh"
 #include "backends/cuda/norm_impl.h"
 
 namespace cg = cooperative_groups;
@@ -99,27 +100,6 @@ struct TailParams {
   int a_smem = 0, a_stride = 0, red_smem = 0;
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
 __device__ __forceinline__ float round_half(float v) { return __half2float(__float2half_rn(v)); }
 // cuBLASLt's GELU epilogue (tanh form).
 __device__ __forceinline__ float gelu_tanh(float x) {
@@ -138,10 +118,10 @@ __device__ void prefetch_weights(const TailParams& p, unsigned char* smem) {
       for (int i = int(threadIdx.x); i < kn * (kCols / 8); i += kThreads) {
         const int r = i / (kCols / 8), c = i % (kCols / 8);
         const __half* src = d.w + int64_t(k0 + r) * d.N + nb * kCols + c * 8;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst + r * kWStride + c * 8)), "l"(src));
+        cp_async16(smem_addr(dst + r * kWStride + c * 8), src);
       }
     }
-    asm volatile("cp.async.commit_group;\n" ::);
+    cp_async_commit();
   }
 }
 
@@ -198,8 +178,8 @@ __device__ void product_tile(const TailParams& p, int q, const __half* a, int64_
       for (int mb = 0; mb < kMB; ++mb) {
         uint32_t af[4];
         ldmatrix_x4(af, smem_addr(as + (mb * 16 + (lane & 15)) * p.a_stride + ks * 16 + (lane >> 4) * 8));
-        mma(acc[mb][0], af, b[0], b[1]);
-        mma(acc[mb][1], af, b[2], b[3]);
+        mma16816<__half>(acc[mb][0], af, b[0], b[1]);
+        mma16816<__half>(acc[mb][1], af, b[2], b[3]);
       }
     }
   }
@@ -313,6 +293,23 @@ __global__ void __launch_bounds__(kThreads, 1) barriers_kernel(int barriers) {
 }
 
 // ---- host side
+
+// A launch of `kernel` over one CTA per SM that may wait on grid barriers (cooperative: every
+// CTA resident at once, or the launch fails).
+template <class... Args>
+cudaError_t launch_cooperative(void (*kernel)(Args...), int sm_count, int smem, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(sm_count));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeCooperative;
+  attr.val.cooperative = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
 
 struct TailModel {
   int E = 768, F = 3072, C = 2;
@@ -520,19 +517,7 @@ void run(const TailModel& md, int rows, bool layer_only, int iters, int sm_count
     std::printf("%s rows %d: the fused kernel does not fit an SM (%d bytes of shared memory)\n", md.name, rows, smem);
     return;
   }
-  auto fused = [&] {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(sm_count));
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = size_t(smem);
-    cfg.stream = handles.stream;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeCooperative;
-    attr.val.cooperative = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kernel, p);
-  };
+  auto fused = [&] { return launch_cooperative(kernel, sm_count, smem, handles.stream, p); };
 
   // ---- today's kernels (as an ingot engine enqueues them)
   auto kernels = [&] {
@@ -592,21 +577,10 @@ void run(const TailModel& md, int rows, bool layer_only, int iters, int sm_count
   const float t_kernels_cold = median_ms(handles.stream, kernels, iters, flush, flush_bytes, &graphed[2]);
   const float t_fused_cold = median_ms(handles.stream, fused, iters, flush, flush_bytes, &graphed[3]);
   const double err_fused_graph = check();
+  const int barriers = layer_only ? 4 : 6;
   const float t_barriers = median_ms(
-      handles.stream,
-      [&] {
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(unsigned(sm_count));
-        cfg.blockDim = dim3(kThreads);
-        cfg.stream = handles.stream;
-        cudaLaunchAttribute attr{};
-        attr.id = cudaLaunchAttributeCooperative;
-        attr.val.cooperative = 1;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, barriers_kernel, layer_only ? 4 : 6);
-      },
-      iters, nullptr, 0, &graphed[4]);
+      handles.stream, [&] { return launch_cooperative(barriers_kernel, sm_count, 0, handles.stream, barriers); }, iters,
+      nullptr, 0, &graphed[4]);
   auto us = [&](float ms, int i) { return std::to_string(ms * 1e3).substr(0, 6) + (graphed[i] ? "" : " (no graph)"); };
   std::printf("| %s | %d | %s | %s | %s | %s | %s | %.1e | %.1e |\n", md.name, rows, us(t_kernels_hot, 0).c_str(),
               us(t_fused_hot, 1).c_str(), us(t_kernels_cold, 2).c_str(), us(t_fused_cold, 3).c_str(),

@@ -11,30 +11,17 @@
 #                       [--batches 1,32] [--rounds 2] [--iterations 300]    # on the GPU machine
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source bench/gpu_engines.sh
 families=LayerNormalization,Attention.core,Attention,FusedMatMul,EmbedLayerNorm
-models=distilbert,bert batches=1,32 rounds=2 iterations=300
+rounds=2
 while [ $# -gt 0 ]; do
-  case "$1" in
-    --families) families=$2; shift 2 ;;
-    --models) models=$2; shift 2 ;;
-    --batches) batches=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --iterations) iterations=$2; shift 2 ;;
-    *) echo "ingot: error: gpu_ablate.sh: unknown argument '$1'" >&2; exit 2 ;;
-  esac
+  if [ "$1" = --families ]; then families=${2:-}
+  else gpu_option "$1" "${2:-}" || { echo "ingot: error: gpu_ablate.sh: unknown argument '$1'" >&2; exit 2; }; fi
+  shift 2
 done
-ing=$(scripts/gpu-check.sh --unpack-to /tmp/ingot-pack) || exit 1
-work=/tmp/ingot_gpu_bench
-python3 bench/gpu_bench.py --ingot "$ing" --models "$models" --batches "$batches" --skip-torch --no-kernel-time \
-  --reuse-engines --iterations 20 --work "$work" >/dev/null 2>"/tmp/gpu_ablate_build.err" ||
-  { tail -5 /tmp/gpu_ablate_build.err; exit 1; }
+gpu_engines
 
-gpu_median() {  # ENGINE SHAPES [SKIP]: the GPU compute median of one `ingot bench`
-  INGOT_CUDA_SKIP_OPS="${3:-}" "$ing" bench "$1" --shapes "$2" --iterations "$iterations" --duration 0 \
-    --warmup-ms 200 --json /tmp/gpu_ablate.json >/dev/null 2>&1 || { echo "nan"; return; }
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.4f" % d["results"][0]["ingot"]["gpu_compute"]["median_ms"])' /tmp/gpu_ablate.json
-}
-median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:] if x != "nan"]; print("%.4f" % statistics.median(v) if v else "nan")' "$@"; }
+median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:] if x != "failed"]; print("%.4f" % statistics.median(v) if v else "nan")' "$@"; }
 
 echo "In-graph cost of each op family (GPU compute median ms with it, without it, and the difference;"
 echo "medians over $rounds alternating rounds of $iterations runs)"
@@ -45,13 +32,12 @@ for m in ${models//,/ }; do
   engine="$work/$m/model.fp16.ingot"
   [ -f "$engine" ] || { echo "| $m | - | no engine | | | |"; continue; }
   for b in ${batches//,/ }; do
-    if [ "$m" = resnet50 ]; then shapes="pixel_values:${b}x3x224x224"
-    else shapes="input_ids:${b}x128,attention_mask:${b}x128"; fi
+    shapes=$(bench_shapes "$m" "$b")
     for f in ${families//,/ }; do
       with=() without=()
       for r in $(seq "$rounds"); do
         with+=("$(gpu_median "$engine" "$shapes")")
-        without+=("$(gpu_median "$engine" "$shapes" "$f")")
+        without+=("$(gpu_median "$engine" "$shapes" "INGOT_CUDA_SKIP_OPS=$f")")
       done
       a=$(median "${with[@]}") c=$(median "${without[@]}")
       echo "| $m | $b | $f | $a | $c | $(python3 -c "import sys; a,c=sys.argv[1:]; print('nan' if 'nan' in (a,c) else '%.4f' % (float(a)-float(c)))" "$a" "$c") |"

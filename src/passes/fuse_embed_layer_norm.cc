@@ -155,16 +155,15 @@ class FuseEmbedLayerNorm : public Pass {
     return true;
   }
 
-  // The constant term of `l` as a table [S, H] read at ids 0..S-1, shaped [S] or [1, S] like the
-  // constant's leading dims so that the ids broadcast as the constant did.
+  // The constant term of `l` as a table [S, H] (itself, or a [1, S, H] one reshaped) read at ids
+  // 0..S-1, shaped [S] or [1, S] like the constant's leading dims so that the ids broadcast as
+  // the constant did.
   static void constant_as_lookup(GraphEditor& ed, const std::string& name, Lookup& l) {
     const Tensor& c = *ed.constant(l.table);
     const int64_t S = c.shape()[c.rank() - 2], H = c.shape().back();
-    Tensor table = c.clone();
-    table = table.reshaped({S, H});
     Tensor ids(DType::kInt64, c.rank() == 3 ? Shape{1, S} : Shape{S});
     for (int64_t i = 0; i < S; ++i) ids.data<int64_t>()[i] = i;
-    l.table = ed.add_initializer(name + "/constant_rows", std::move(table));
+    if (c.rank() == 3) l.table = ed.add_initializer(name + "/constant_rows", c.clone().reshaped({S, H}));
     l.ids = ed.add_initializer(name + "/constant_row_ids", std::move(ids));
   }
 

@@ -183,16 +183,16 @@ class AttentionKernel : public CudaKernel {
     const size_t es = dtype_size(out.dtype);
     char* ws = static_cast<char*>(ctx.workspace());
     const char* r = static_cast<const char*>(R.raw());
-    auto per_position = [&](int64_t i, const void* c_in, int64_t ldc_in) {
+    auto per_position = [&](int64_t i) {
       GemmDesc row = out;
-      row.m = B, row.lda = Sq * N, row.ldc = Sq * M, row.ldc_in = ldc_in;
-      row.beta = 1.f, row.c_in = c_in;
+      row.m = B, row.lda = Sq * N, row.ldc = Sq * M, row.ldc_in = S * M;
+      row.beta = 1.f, row.c_in = r + size_t(query_pos[size_t(i)] * M) * es;
       return lt_gemm(ctx.handles(), row, static_cast<const char*>(context) + size_t(i * N) * es, Wout.raw(),
                      static_cast<char*>(Y.raw()) + size_t(i * M) * es, ws, kGemmWorkspaceBytes);
     };
     if (!strided_c_refused_.load(std::memory_order_relaxed)) {
       Status st = Status::ok();
-      for (int64_t i = 0; i < Sq && st; ++i) st = per_position(i, r + size_t(query_pos[size_t(i)] * M) * es, S * M);
+      for (int64_t i = 0; i < Sq && st; ++i) st = per_position(i);
       if (st || Sq == 0) return st;
       strided_c_refused_.store(true, std::memory_order_relaxed);
     }
