@@ -177,6 +177,36 @@ TEST(FoldResidualIntoProduct, AttentionAddsTheQueryRowsOfAWholeSequenceResidual)
   EXPECT_LE(max_diff(whole, gathered), 1e-6);
 }
 
+// residual_rows takes "output" or "query" only, and with "query" the residual must be the whole
+// sequence [B, S, M]: each mistake is one error naming the attribute or the input.
+TEST(FoldResidualIntoProduct, ResidualRowsErrorsNameTheAttributeOrTheInput) {
+  constexpr int64_t H = 2, N = 8, M = 6;
+  auto attempt = [&](const std::string& rows_kind, Shape residual_shape) {
+    GraphBuilder b("test:residual_rows");
+    ValueId x = b.input("X", DType::kFloat32, {B, S, E});
+    ValueId r = b.input("R", DType::kFloat32, residual_shape);
+    Attributes a;
+    a.set("num_heads", int_attr(H));
+    a.set("query_rows", ints_attr({0}));
+    a.set("residual_rows", string_attr(rows_kind));
+    b.output(b.node("Attention",
+                    {x, b.constant("Wqkv", random_tensor({E, 3 * N}, 1)), kNoValue, kNoValue,
+                     b.constant("Wout", random_tensor({N, M}, 3)), kNoValue, r},
+                    a, "ingot"));
+    EngineOptions o;
+    o.optimize = false;
+    auto e = Engine::from_model(b.m, o);
+    if (!e) return e.status().message();
+    auto out = (*e)->create_context()->run({{"X", random_tensor({B, S, E}, 5)}, {"R", random_tensor(residual_shape, 6)}});
+    return out ? std::string() : out.status().message();
+  };
+  const std::string bad_kind = attempt("rows", {B, S, M});
+  EXPECT_NE(bad_kind.find("attribute residual_rows 'rows' is not output or query"), std::string::npos) << bad_kind;
+  const std::string bad_shape = attempt("query", {B, 1, M});
+  EXPECT_NE(bad_shape.find("input 6 (residual) has shape 2x1x6, expected 2x5x6"), std::string::npos)
+      << bad_shape;
+}
+
 // The transformer fixtures of both exporters: every residual add of every layer folds (post-LN
 // BERT-style models: both per layer, the last layer's through the one-query Squeeze; GPT-2's
 // pre-LN blocks: into the residual sums, through the Reshape after its 2-D products), and the
