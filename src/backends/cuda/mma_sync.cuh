@@ -1,6 +1,6 @@
-// Warp-level tensor-core building blocks shared by the device code that computes tiles with
-// mma.sync (the flash attention kernel; bench/few_row_tail_bench.cu): asynchronous copies into
-// shared memory, ldmatrix fragment loads and the m16n8k16 product with fp32 accumulators.
+// Warp-level tensor-core building blocks of the device code that computes tiles with mma.sync
+// (the flash attention kernel): asynchronous copies into shared memory, ldmatrix fragment loads
+// and the m16n8k16 product with fp32 accumulators.
 #pragma once
 
 #include <cuda_bf16.h>
