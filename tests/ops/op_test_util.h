@@ -56,6 +56,11 @@ inline std::vector<Tensor> run_single_node(const std::string& op_type, const std
   return r;
 }
 
+// Whether this CPU has AVX-512 (F and BW): what precision "bf16" engines need (the engine
+// refuses them elsewhere with a clear error) and oneDNN 2.6's Winograd convolution uses. CI's
+// and developers' VMs differ: some expose AVX-512, some only AVX2.
+inline bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+
 inline Tensor random_tensor(Shape shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
   Tensor t(DType::kFloat32, std::move(shape));
   std::mt19937 rng(seed);

@@ -436,7 +436,7 @@ TEST(FuseConvActivation, WinogradConvolutionsMatchTheReference) {
   EXPECT_EQ(r.ops["ingot.FusedConv"], 3);
   size_t wino = 0;
   for (size_t at = log.find("wino"); at != std::string::npos; at = log.find("wino", at + 1)) ++wino;
-  EXPECT_EQ(wino, 2u) << log;
+  EXPECT_EQ(wino, testing::cpu_has_avx512() ? 2u : 0u) << log;  // oneDNN 2.6 has Winograd for AVX-512 only
   EXPECT_LE(r.diff, 1e-6 * r.scale) << "max abs output " << r.scale;
 }
 

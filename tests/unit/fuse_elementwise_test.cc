@@ -150,6 +150,7 @@ TEST(FuseElementwise, MulAddTanhWithBroadcastInputs) {
     b.output(b.node("Tanh", {y}, "y"));
     std::map<std::string, Tensor> feeds = {{"x", random_tensor(xs, 3, -3, 3)}, {"w", random_tensor(ws, 4)}};
     for (const char* precision : {"fp32", "fp16", "bf16"}) {
+      if (std::string(precision) == "bf16" && !cpu_has_avx512()) continue;  // no bf16 engines here
       SCOPED_TRACE(shape_str(xs) + " * " + shape_str(ws) + " " + precision);
       Model opt = check_bit_identical(b.m, feeds, precision);
       EXPECT_EQ(count_ops(opt, "FusedElementwise"), 1);

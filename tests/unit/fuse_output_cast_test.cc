@@ -72,6 +72,7 @@ TEST(FuseOutputCast, HalfProductWritesFloat32Output) {
 
 // bf16 engines compute output producers in float32 (keep_output_producers_fp32): no Cast to fold.
 TEST(FuseOutputCast, Bf16OutputProducersStayFloat32) {
+  if (!cpu_has_avx512()) GTEST_SKIP() << "bf16 engines need AVX-512, which this CPU lacks";
   EngineOptions o;
   o.precision = "bf16";
   auto e = Engine::from_model(linear_model(false), o);

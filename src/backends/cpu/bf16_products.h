@@ -45,14 +45,15 @@ inline bool cpu_vendor_is_amd() {
   return std::strcmp(v, "AuthenticAMD") == 0;
 }
 
-// Whether bf16 products beat float32 ones here (the rule at the top of this file).
-inline bool bf16_arithmetic_is_faster() {
-  const std::string impl = onednn_bf16_matmul_impl();
+// Whether bf16 products beat float32 ones here (the rule at the top of this file), given the
+// implementation oneDNN picks for them.
+inline bool bf16_arithmetic_is_faster(const std::string& impl) {
   if (impl.find("amx") != std::string::npos) return true;
   return impl.find("avx512_core_bf16") != std::string::npos && cpu_vendor_is_amd();
 }
 
-// INGOT_CPU_BF16_PRODUCTS=on|off: the choice forced (tests of either path on any CPU), or none.
+// INGOT_CPU_BF16_PRODUCTS=on|off: the choice forced (tests of either path), or none. "on" needs
+// oneDNN's bf16 matmul, which needs AVX-512: on a CPU with AVX2 alone the products stay float32.
 inline std::optional<bool> bf16_products_override() {
   const char* e = std::getenv("INGOT_CPU_BF16_PRODUCTS");
   if (e && std::string(e) == "on") return true;
@@ -61,8 +62,9 @@ inline std::optional<bool> bf16_products_override() {
 }
 
 inline bool bf16_products_pay() {
-  if (auto forced = bf16_products_override()) return *forced;
-  static const bool faster = bf16_arithmetic_is_faster();
+  static const std::string impl = onednn_bf16_matmul_impl();
+  if (auto forced = bf16_products_override()) return *forced && !impl.empty();
+  static const bool faster = bf16_arithmetic_is_faster(impl);
   return faster;
 }
 
