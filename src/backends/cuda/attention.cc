@@ -11,7 +11,6 @@
 // with residual_rows "query" too, R is the whole sequence and its query rows are read in place.
 // Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] when W_out is given | the
 // residual's query rows [B*Sq, M] with residual_rows "query", should cuBLASLt need them dense].
-#include <algorithm>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -68,23 +67,29 @@ class AttentionKernel : public CudaKernel {
 
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
     const Shape& x = in[kX].shape;
-    const int64_t rows = x.size() == 3 ? x[0] * x[1] : 0, N = in[kWqkv].shape.size() == 2 ? in[kWqkv].shape[1] / 3 : 0;
-    const int64_t out_rows = x.size() == 3 ? x[0] * attention_query_count(attrs_, x[1]) : 0;
+    const Shape& wqkv = in[kWqkv].shape;
+    if (x.size() != 3 || wqkv.size() != 2) return kGemmWorkspaceBytes;
+    const int64_t B = x[0], S = x[1], N = wqkv[1] / 3;
     const size_t es = dtype_size(in[kX].dtype);
-    const bool has_out = size_t(kWout) < in.size() && in[kWout].present;
-    if (!has_out) return kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es);
-    const bool sequence_residual = attrs_.residual_at_query_rows && !attrs_.query_rows.empty() &&
-                                   size_t(kResidual) < in.size() && in[kResidual].present;
-    const int64_t M = in[kWout].shape.size() == 2 ? in[kWout].shape[1] : 0;
-    return workspace_bytes_before_rows(x.size() == 3 ? x[0] : 0, x.size() == 3 ? x[1] : 0, N,
-                                       out_rows / std::max<int64_t>(x.size() == 3 ? x[0] : 1, 1), es) +
-           (sequence_residual ? align_up(size_t(out_rows * M) * es) : 0);
+    auto present = [&](int i) { return size_t(i) < in.size() && in[size_t(i)].present; };
+    if (!present(kWout)) return kGemmWorkspaceBytes + align_up(size_t(B * S * 3 * N) * es);
+    const int64_t Sq = attention_query_count(attrs_, S);
+    const size_t before_rows = workspace_bytes_before_rows(B, S, N, Sq, es);
+    const Shape& wout = in[kWout].shape;
+    if (!reads_sequence_residual(present(kResidual)) || wout.size() != 2) return before_rows;
+    return before_rows + align_up(size_t(B * Sq * wout[1]) * es);
   }
 
   // Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] | residual rows [B*Sq, M]];
   // the offset of the last (used only when cuBLASLt refuses a C of the sequence's row pitch).
   static size_t workspace_bytes_before_rows(int64_t B, int64_t S, int64_t N, int64_t Sq, size_t es) {
     return kGemmWorkspaceBytes + align_up(size_t(B * S * 3 * N) * es) + align_up(size_t(B * Sq * N) * es);
+  }
+
+  // Whether the output projection reads its residual's query rows out of the whole sequence
+  // (residual_rows "query" with query_rows; project_with_sequence_residual).
+  bool reads_sequence_residual(bool has_residual) const {
+    return attrs_.residual_at_query_rows && !attrs_.query_rows.empty() && has_residual;
   }
 
   Status compute(CudaComputeContext& ctx) const override {
@@ -128,7 +133,7 @@ class AttentionKernel : public CudaKernel {
       GemmDesc out;
       out.m = out_rows, out.n = Wout.dim(1), out.k = N, out.dtype = t;
       out.bias = bout;
-      if (!attrs_.residual_at_query_rows || attrs_.query_rows.empty() || !ctx.has_input(kResidual)) {
+      if (!reads_sequence_residual(ctx.has_input(kResidual))) {
         if (ctx.has_input(kResidual)) out.beta = 1.f, out.c_in = ctx.input(kResidual).raw();
         INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw(), ws, kGemmWorkspaceBytes));
         return Status::ok();
