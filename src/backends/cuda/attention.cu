@@ -120,6 +120,48 @@ __device__ __forceinline__ float mask_at(const CoreParams& p, int64_t off) {
   }
 }
 
+// A key-mask element's raw bits, loaded by volatile assembly so that the load is issued where it
+// is written: the flash kernel issues it before its tile copies and converts it (mask_from_raw)
+// after them, so the load's latency overlaps theirs. (An ordinary load may be scheduled behind
+// the copies, and its first use then waits for the whole load phase.) Wide types are read as
+// two words; a nonzero test needs both.
+__device__ __forceinline__ uint2 mask_raw(const CoreParams& p, int64_t off) {
+  uint2 r{0u, 0u};
+  switch (p.mask_type) {
+    case kMaskBool:
+      asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(r.x) : "l"(static_cast<const uint8_t*>(p.mask) + off));
+      break;
+    case kMaskF16:
+    case kMaskBF16:
+      asm volatile("ld.global.nc.u16 %0, [%1];" : "=r"(r.x) : "l"(static_cast<const uint16_t*>(p.mask) + off));
+      break;
+    case kMaskF32:
+    case kMaskI32:
+      asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(r.x) : "l"(static_cast<const uint32_t*>(p.mask) + off));
+      break;
+    case kMaskI64:
+      asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];"
+                   : "=r"(r.x), "=r"(r.y)
+                   : "l"(static_cast<const uint2*>(p.mask) + off));
+      break;
+    default: break;
+  }
+  return r;
+}
+
+// The additive value of mask_raw's bits (as mask_at reads the element).
+__device__ __forceinline__ float mask_from_raw(const CoreParams& p, uint2 r) {
+  switch (p.mask_type) {
+    case kMaskBool:
+    case kMaskI32:
+    case kMaskI64: return (r.x | r.y) != 0u ? 0.f : p.filter;
+    case kMaskF32: return __uint_as_float(r.x);
+    case kMaskF16: return __half2float(__ushort_as_half(static_cast<unsigned short>(r.x)));
+    case kMaskBF16: return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(r.x)));
+    default: return 0.f;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tensor-core flash kernel (float16 / bfloat16).
 //
@@ -140,7 +182,13 @@ __device__ __forceinline__ float mask_at(const CoreParams& p, int64_t off) {
 // Pipeline: two buffers of KS K/V tile pairs in (dynamic) shared memory besides the Q block. Q and
 // the first two rounds of tiles are all requested before anything is computed, and round i + 2
 // is requested as soon as round i's buffer is free, so at s128 every global load of a CTA is in
-// flight at once. Shared memory: (16·W·QB + 256·KS) rows of D + 8 halves (QB query blocks per
+// flight at once. The grid is resident all at once then, and every CTA starts by loading, so
+// the copies are committed in the order the warps need them and each wait is for the next piece
+// alone: with two query blocks (b32) Q0 + K0, V0, K1, V1, Q1 as five groups, and with one round
+// (b1) Q + K, then V, so the first scores are computed while the rest is still arriving (H100,
+// alternating A/B: DistilBERT b32 0.7088/0.7073 against 0.7273/0.7183 ms before, BERT-base b32
+// 1.498 against 1.508-1.533). The key mask's first element a thread stages is requested before
+// the copies (mask_raw) for the same reason. Shared memory: (16·W·QB + 256·KS) rows of D + 8 halves (QB query blocks per
 // CTA; W·KS ≤ 4, KS ≤ 2, QB = 2 only with W 4, KS 1): 46 KB at D 64, W 4, KS 1 (55 KB with QB 2);
 // 148 KB at most (D 128, W 2, KS 2); plus 4 bytes a key (S rounded up to a tile, at most
 // kMaxStagedKeys) on the key-mask path.
@@ -293,25 +341,80 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
       load_tile<D>(kbuf + kTileElems, base, p.ld, vcol, t * kKeyTile, kKeyTile, S);
     }
   };
-  if constexpr (kRows) {
-    load_query_rows<D>(qs, base, p.ld, qcol, p);
+  // Key-mask path: this thread's first key's mask element, requested before the tiles (see mask_raw).
+  const int64_t mbase = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h;
+  const int first_key = int(threadIdx.x);
+  uint2 first_raw{0u, 0u};
+  if constexpr (kKeyMask)
+    if (first_key < S) first_raw = mask_raw(p, mbase + int64_t(first_key) * p.mask_k);
+
+  // Two query blocks (S <= 2 key tiles, KS 1, no buffer reuse): five groups in the order the
+  // warps need them, so that the first block's scores start when Q0 and K0 are in, while V0, the
+  // second key tile and Q1 are still on their way: (Q0, K0), V0, K1, V1, Q1 (some possibly empty).
+  constexpr bool kStaged = QB == 2;
+  // One round (every key tile in flight at once: batch 1 at s128, keys split over two warps):
+  // Q and the K tiles, then the V tiles, so the scores start before V is in.
+  const bool split_kv = !kStaged && rounds == 1;
+  if constexpr (kStaged) {
+    uint16_t* k0buf = kv_buf;
+    load_tile<D>(qs, base, p.ld, qcol, first_q0, rows_per_cta, S);
+    load_tile<D>(k0buf, base, p.ld, kcol, 0, kKeyTile, S);
+    cp_async_commit();
+    load_tile<D>(k0buf + kTileElems, base, p.ld, vcol, 0, kKeyTile, S);
+    cp_async_commit();
+    if (tiles > 1) load_tile<D>(k0buf + 2 * kTileElems, base, p.ld, kcol, kKeyTile, kKeyTile, S);
+    cp_async_commit();
+    if (tiles > 1) load_tile<D>(k0buf + 3 * kTileElems, base, p.ld, vcol, kKeyTile, kKeyTile, S);
+    cp_async_commit();
+    if (blocks > 1)
+      load_tile<D>(qs + rows_per_cta * kStride, base, p.ld, qcol, first_q0 + rows_per_cta, rows_per_cta, S);
+    cp_async_commit();
+  } else if (split_kv) {
+    if constexpr (kRows) load_query_rows<D>(qs, base, p.ld, qcol, p);
+    else load_tile<D>(qs, base, p.ld, qcol, first_q0, rows_per_cta, S);
+    for (int j = 0; j < KS && j < tiles; ++j)
+      load_tile<D>(kv_buf + j * 2 * kTileElems, base, p.ld, kcol, j * kKeyTile, kKeyTile, S);
+    cp_async_commit();
+    for (int j = 0; j < KS && j < tiles; ++j)
+      load_tile<D>(kv_buf + (j * 2 + 1) * kTileElems, base, p.ld, vcol, j * kKeyTile, kKeyTile, S);
+    cp_async_commit();
   } else {
-    for (int blk = 0; blk < blocks; ++blk)
-      load_tile<D>(qs + blk * rows_per_cta * kStride, base, p.ld, qcol, first_q0 + blk * rows_per_cta, rows_per_cta, S);
+    if constexpr (kRows) {
+      load_query_rows<D>(qs, base, p.ld, qcol, p);
+    } else {
+      for (int blk = 0; blk < blocks; ++blk)
+        load_tile<D>(qs + blk * rows_per_cta * kStride, base, p.ld, qcol, first_q0 + blk * rows_per_cta, rows_per_cta,
+                     S);
+    }
+    load_round(0);
+    cp_async_commit();
+    if (rounds > 1) load_round(1);
+    cp_async_commit();  // possibly empty: every round waits for all groups but the newest
   }
-  load_round(0);
-  cp_async_commit();
-  if (rounds > 1) load_round(1);
-  cp_async_commit();  // possibly empty: every round waits for all groups but the newest
+  // Waits until at most n (0..4) of the staged groups are in flight, then for every thread's.
+  auto wait_staged = [](int n) {
+    switch (n) {
+      case 4: cp_async_wait<4>(); break;
+      case 3: cp_async_wait<3>(); break;
+      case 2: cp_async_wait<2>(); break;
+      case 1: cp_async_wait<1>(); break;
+      default: cp_async_wait<0>(); break;
+    }
+    __syncthreads();
+  };
 
   // Key-mask path: every key's additive value (0 without a mask, -inf past S) as fp32 in shared
   // memory behind the K/V buffers, written while the tiles are in flight; read back as float2
   // (a thread's two adjacent keys), the same for both of its rows.
   float* kadd = reinterpret_cast<float*>(smem + flash_smem_rows(query_warps * QB, KS) * kStride);
   if constexpr (kKeyMask) {
-    const int64_t mbase = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h;
-    for (int k = int(threadIdx.x); k < tiles * kKeyTile; k += int(blockDim.x))
-      kadd[k] = k >= S ? neg_inf() : p.mask_type == kMaskNone ? 0.f : mask_to_log2(mask_at(p, mbase + int64_t(k) * p.mask_k));
+    for (int k = int(threadIdx.x); k < tiles * kKeyTile; k += int(blockDim.x)) {
+      float v = 0.f;
+      if (k >= S) v = neg_inf();
+      else if (p.mask_type != kMaskNone)
+        v = mask_to_log2(k == first_key ? mask_from_raw(p, first_raw) : mask_at(p, mbase + int64_t(k) * p.mask_k));
+      kadd[k] = v;
+    }
   }
 
   // With two query blocks per CTA (S <= 2 key tiles, KS 1), every K/V tile stays in its buffer
@@ -357,13 +460,20 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
             for (int j = 0; j < 8; ++j) madd[j][0] = madd[j][1] = madd[j][2] = madd[j][3] = 0.f;
         }
       }
-      cp_async_wait<1>();  // all but the newest group
-      __syncthreads();  // round `round` (and, the first time, Q and the key mask) is in shared memory
+      if constexpr (kStaged) {
+        // Block 0: its Q and this round's K (groups 1 and 3). Block 1: its Q, the last group.
+        if (blk == 0) wait_staged(round == 0 ? 4 : 2);
+        else if (round == 0) wait_staged(0);
+      } else {
+        cp_async_wait<1>();  // all but the newest group
+        __syncthreads();  // round `round` (and, the first time, Q and the key mask) is in shared memory
+      }
       if (round == 0) {
 #pragma unroll
         for (int k = 0; k < kKSteps; ++k)
           ldmatrix_x4(qf[k], smem_addr(qblk + (qwarp * 16 + (lane & 15)) * kStride + k * 16 + (lane >> 4) * 8));
       }
+      uint32_t pf[kKeyTile / 16][4];  // P as A fragments of the P·V product
       if (active) {
         float s[8][4];  // the tile's scores: (q · k) · scale + mask, then their exponentials
 #pragma unroll
@@ -435,7 +545,6 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
 #pragma unroll
           for (int j = 0; j < kDTiles; ++j) o[j][2 * r] *= alpha, o[j][2 * r + 1] *= alpha;
         }
-        uint32_t pf[kKeyTile / 16][4];  // P as A fragments of the P·V product
 #pragma unroll
         for (int k = 0; k < kKeyTile / 16; ++k) {
           pf[k][0] = pack2<T>(s[2 * k][0], s[2 * k][1]);
@@ -443,6 +552,10 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
           pf[k][2] = pack2<T>(s[2 * k + 1][0], s[2 * k + 1][1]);
           pf[k][3] = pack2<T>(s[2 * k + 1][2], s[2 * k + 1][3]);
         }
+      }
+      if (kStaged && blk == 0) wait_staged(round == 0 ? 3 : 1);  // this round's V (groups 2 and 4)
+      if (split_kv) wait_staged(0);
+      if (active) {
 #pragma unroll
         for (int k = 0; k < kKeyTile / 16; ++k)
 #pragma unroll
@@ -454,9 +567,11 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
             mma16816<T>(o[2 * dp + 1], pf[k], vb[2], vb[3]);
           }
       }
-      __syncthreads();  // every warp is done with buffer round % 2
-      if (round + 2 < rounds) load_round(round + 2);
-      cp_async_commit();
+      if (!kStaged) {
+        __syncthreads();  // every warp is done with buffer round % 2
+        if (round + 2 < rounds) load_round(round + 2);
+        cp_async_commit();
+      }
     }
 
     if (KS > 1) {

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "backends/cuda/cuda_stream_hold.h"
 
@@ -156,12 +157,16 @@ Status make_layout(cublasLtMatrixLayout_t& out, cudaDataType_t type, int64_t row
 // Heuristic candidates considered per shape, and timed runs of each (autotune()), enqueued
 // behind a hold of the stream long enough for the host to enqueue them all (cuda_stream_hold.h).
 constexpr int kCandidates = 32;
-constexpr int kTrialRuns = 10;
-constexpr int kTrialHoldMicroseconds = 300;
+constexpr int kTrialRuns = 5;
+constexpr int kTrialHoldMicroseconds = 500;
+// Products of at most this many rows also try split-K variants of the heuristic's first
+// kSplitKBases candidates (see add_split_k_variants).
+constexpr int64_t kSplitKMaxRows = 16;
+constexpr int kSplitKBases = 8;
 
 // Builds the descriptors and asks the heuristic for its candidate algorithms of `key`.
 Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& key, const void* bias, Plan& plan,
-                 cublasLtMatmulHeuristicResult_t (&results)[kCandidates], int& usable) {
+                 std::vector<cublasLtMatmulAlgo_t>& candidates) {
   cudaDataType_t type{};
   data_type_of(d.dtype, type);
   cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -216,59 +221,151 @@ Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& k
                                  "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)"));
 
   int found = 0;
+  cublasLtMatmulHeuristicResult_t results[kCandidates]{};
   INGOT_RETURN_IF_ERROR(check(cublasLtMatmulAlgoGetHeuristic(handles.lt, plan.op, plan.a, plan.b, plan.c_layout(), plan.c, pref,
                                                              kCandidates, results, &found),
                               d, "cublasLtMatmulAlgoGetHeuristic"));
-  usable = 0;
+  candidates.clear();
   for (int i = 0; i < found; ++i)
-    if (results[i].state == CUBLAS_STATUS_SUCCESS) results[usable++] = results[i];
-  if (usable < 1) return gemm_error(d, "cuBLASLt has no algorithm for this shape, alignment and epilogue");
-  plan.algo = results[0].algo;
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) candidates.push_back(results[i].algo);
+  if (candidates.empty()) return gemm_error(d, "cuBLASLt has no algorithm for this shape, alignment and epilogue");
+  plan.algo = candidates[0];
   return Status::ok();
 }
 
-// Mean GPU time of kTrialRuns back-to-back calls of `launch` after one warm-up call, in ms;
-// < 0 on failure.
+template <class T>
+bool algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T& v) {
+  size_t written = 0;
+  return cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) == CUBLAS_STATUS_SUCCESS &&
+         written == sizeof(v);
+}
+template <class T>
+bool algo_cap(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr, T& v) {
+  size_t written = 0;
+  return cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof(v), &written) == CUBLAS_STATUS_SUCCESS &&
+         written == sizeof(v);
+}
+
+// For products of a few rows (a classifier's last layer after gather_rows_early: one row per
+// sequence), the heuristic's candidates split K little or not at all, so a few CTAs stream all the
+// weights (DistilBERT's last FFN product at batch 1, one row, K = 3072: 4 CTAs, 12 us in Nsight
+// Compute, 11.4 us as a cold trial). Each of its first kSplitKBases candidates that can split K
+// is offered again with K split 2 to 32 ways under each reduction scheme it supports, where
+// cuBLASLt accepts the configuration and its workspace fits; autotune() times them with the rest
+// (there: K split 8 ways, reduced in float32, 10.0 us). H100, alternating A/B: DistilBERT b1
+// 2 us and BERT-base b1 1-8 us faster; at b32 (32 rows) mixed (DistilBERT 2-7 us slower), hence
+// kSplitKMaxRows. Offering them for 128 rows (batch-1 layers) won nothing: none was picked.
+void add_split_k_variants(const CudaHandles& h, const PlanKey& key, Plan& plan,
+                          std::vector<cublasLtMatmulAlgo_t>& candidates) {
+  const size_t bases = std::min<size_t>(candidates.size(), kSplitKBases);
+  for (size_t i = 0; i < bases; ++i) {
+    int32_t splittable = 0, current = 1;
+    uint32_t schemes = 0;
+    if (!algo_cap(candidates[i], CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, splittable) || !splittable) continue;
+    if (!algo_cap(candidates[i], CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, schemes)) continue;
+    algo_config(candidates[i], CUBLASLT_ALGO_CONFIG_SPLITK_NUM, current);
+    for (int32_t split : {2, 4, 8, 16, 32}) {
+      if (split == current || key.k / split < 64) continue;
+      for (uint32_t scheme : {uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE), uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
+                              uint32_t(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)}) {
+        if (!(schemes & scheme)) continue;
+        cublasLtMatmulAlgo_t v = candidates[i];
+        if (cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof(split)) !=
+                CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof(scheme)) !=
+                CUBLAS_STATUS_SUCCESS)
+          continue;
+        cublasLtMatmulHeuristicResult_t checked{};
+        if (cublasLtMatmulAlgoCheck(h.lt, plan.op, plan.a, plan.b, plan.c_layout(), plan.c, &v, &checked) ==
+                CUBLAS_STATUS_SUCCESS &&
+            checked.workspaceSize <= key.workspace)
+          candidates.push_back(v);
+      }
+    }
+  }
+}
+
+// Device memory whose clearing evicts L2 before each timed trial: twice the L2's size, for as
+// long as one autotune() runs (a shape's first run, outside graph capture). Null when the
+// device reports no L2 or the memory is not there; trials then run with a warm L2.
+class L2Flush {
+ public:
+  explicit L2Flush(int device) {
+    int l2 = 0;
+    if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess || l2 <= 0) return;
+    bytes_ = 2 * size_t(l2);
+    if (cudaMalloc(&buf_, bytes_) != cudaSuccess) buf_ = nullptr, bytes_ = 0;
+    cudaGetLastError();
+  }
+  ~L2Flush() {
+    if (buf_) cudaFree(buf_);
+  }
+  L2Flush(const L2Flush&) = delete;
+  L2Flush& operator=(const L2Flush&) = delete;
+  bool enqueue(cudaStream_t s) const { return !buf_ || cudaMemsetAsync(buf_, 0, bytes_, s) == cudaSuccess; }
+
+ private:
+  void* buf_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// GPU time of `launch` in ms, the mean of kTrialRuns calls after one warm-up call, each call
+// timed on its own after `flush` evicted L2; < 0 on failure.
 template <class Launch>
-float time_trials(const CudaHandles& h, cudaEvent_t start, cudaEvent_t stop, Launch launch) {
+float time_trials(const CudaHandles& h, const L2Flush& flush, cudaEvent_t (&start)[kTrialRuns],
+                  cudaEvent_t (&stop)[kTrialRuns], Launch launch) {
   if (!launch()) return -1.f;
   if (launch_stream_hold(h.stream, kTrialHoldMicroseconds) != cudaSuccess) return -1.f;
-  cudaEventRecord(start, h.stream);
-  for (int r = 0; r < kTrialRuns; ++r)
-    if (!launch()) return -1.f;
-  cudaEventRecord(stop, h.stream);
-  float ms = 0;
-  if (cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) return -1.f;
-  return ms / kTrialRuns;
+  for (int r = 0; r < kTrialRuns; ++r) {
+    if (!flush.enqueue(h.stream) || cudaEventRecord(start[r], h.stream) != cudaSuccess || !launch() ||
+        cudaEventRecord(stop[r], h.stream) != cudaSuccess)
+      return -1.f;
+  }
+  if (cudaEventSynchronize(stop[kTrialRuns - 1]) != cudaSuccess) return -1.f;
+  float total = 0;
+  for (int r = 0; r < kTrialRuns; ++r) {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, start[r], stop[r]) != cudaSuccess) return -1.f;
+    total += ms;
+  }
+  return total / kTrialRuns;
 }
 
 // The heuristic's first choice is often not the fastest for the small-M products of batch-1
 // inference: the first time a shape runs outside graph capture, its candidates are timed on the
-// real operands and the fastest is kept. Only when the trial runs cannot change what they read:
-// C is not read (beta = 0) or is not the output (c_in); the caller's own run follows.
-void autotune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* a, const void* b, const void* cin,
-              void* c, void* ws, size_t ws_bytes, const cublasLtMatmulHeuristicResult_t* results, int usable) {
-  if (usable < 2 || (d.beta != 0.0f && cin == c)) return;
+// real operands and the fastest is kept. Each trial starts with L2 cleared, as a product meets
+// its weights in a model's run (every other layer's weights pass through L2 in between), so a
+// kernel that streams the weights through few SMs is not favoured by a warm L2. (On their own,
+// cold trials changed no model's time beyond the ±5 us that alternating runs move by; they rank
+// the split-K variants above.) Only when the trial runs cannot change what they read: C is not
+// read (beta = 0) or is not the output (c_in); the caller's own run follows.
+void autotune(const CudaHandles& h, const GemmDesc& d, int device, Plan& plan, const void* a, const void* b,
+              const void* cin, void* c, void* ws, size_t ws_bytes, const std::vector<cublasLtMatmulAlgo_t>& candidates) {
+  if (candidates.size() < 2 || (d.beta != 0.0f && cin == c)) return;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(h.stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) return;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
-    if (start) cudaEventDestroy(start);
-    cudaGetLastError();
-    return;
+  cudaEvent_t start[kTrialRuns]{}, stop[kTrialRuns]{};
+  bool events = true;
+  for (int r = 0; r < kTrialRuns; ++r)
+    events = events && cudaEventCreate(&start[r]) == cudaSuccess && cudaEventCreate(&stop[r]) == cudaSuccess;
+  if (events) {
+    const L2Flush flush(device);
+    float best = -1.f;
+    int best_i = -1;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const float ms = time_trials(h, flush, start, stop, [&] {
+        return cublasLtMatmul(h.lt, plan.op, &d.alpha, b, plan.a, a, plan.b, &d.beta, cin, plan.c_layout(), c, plan.c,
+                              &candidates[i], ws, ws_bytes, h.stream) == CUBLAS_STATUS_SUCCESS;
+      });
+      if (ms >= 0 && (best_i < 0 || ms < best)) best = ms, best_i = int(i);
+    }
+    if (best_i >= 0) plan.algo = candidates[size_t(best_i)];
+    cudaStreamSynchronize(h.stream);  // the flush buffer is freed below only when nothing uses it
   }
-  float best = -1.f;
-  int best_i = -1;
-  for (int i = 0; i < usable; ++i) {
-    const float ms = time_trials(h, start, stop, [&] {
-      return cublasLtMatmul(h.lt, plan.op, &d.alpha, b, plan.a, a, plan.b, &d.beta, cin, plan.c_layout(), c, plan.c,
-                            &results[i].algo, ws, ws_bytes, h.stream) == CUBLAS_STATUS_SUCCESS;
-    });
-    if (ms >= 0 && (best_i < 0 || ms < best)) best = ms, best_i = i;
+  for (int r = 0; r < kTrialRuns; ++r) {
+    if (start[r]) cudaEventDestroy(start[r]);
+    if (stop[r]) cudaEventDestroy(stop[r]);
   }
-  if (best_i >= 0) plan.algo = results[best_i].algo;
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaGetLastError();
 }
 
@@ -326,11 +423,12 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
     auto it = cache.plans.find(key);
     if (it == cache.plans.end()) {
       auto fresh = std::make_unique<Plan>();
-      cublasLtMatmulHeuristicResult_t results[kCandidates]{};
-      int usable = 0;
-      INGOT_RETURN_IF_ERROR(make_plan(handles, d, key, d.bias, *fresh, results, usable));
-      autotune(handles, d, *fresh, a, b, cin, c, ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr, ws_bytes,
-               results, usable);
+      std::vector<cublasLtMatmulAlgo_t> candidates;
+      INGOT_RETURN_IF_ERROR(make_plan(handles, d, key, d.bias, *fresh, candidates));
+      if (key.m <= kSplitKMaxRows && key.batch == 1)
+        add_split_k_variants(handles, key, *fresh, candidates);
+      autotune(handles, d, key.device, *fresh, a, b, cin, c, ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr, ws_bytes,
+               candidates);
       it = cache.plans.emplace(key, std::move(fresh)).first;
     }
     plan = it->second.get();
