@@ -188,10 +188,11 @@ __device__ __forceinline__ float mask_from_raw(const CoreParams& p, uint2 r) {
 // (b1) Q + K, then V, so the first scores are computed while the rest is still arriving (H100,
 // alternating A/B: DistilBERT b32 0.7088/0.7073 against 0.7273/0.7183 ms before, BERT-base b32
 // 1.498 against 1.508-1.533). The key mask's first element a thread stages is requested before
-// the copies (mask_raw) for the same reason. Shared memory: (16·W·QB + 256·KS) rows of D + 8 halves (QB query blocks per
-// CTA; W·KS ≤ 4, KS ≤ 2, QB = 2 only with W 4, KS 1): 46 KB at D 64, W 4, KS 1 (55 KB with QB 2);
-// 148 KB at most (D 128, W 2, KS 2); plus 4 bytes a key (S rounded up to a tile, at most
-// kMaxStagedKeys) on the key-mask path.
+// the copies (mask_raw) for the same reason.
+// Shared memory: (16·W·QB + 256·KS) rows of D + 8 halves (QB query blocks per CTA; W·KS ≤ 4,
+// KS ≤ 2, QB = 2 only with W 4, KS 1): 46 KB at D 64, W 4, KS 1 (55 KB with QB 2); 148 KB at most
+// (D 128, W 2, KS 2); plus 4 bytes a key (S rounded up to a tile, at most kMaxStagedKeys) on the
+// key-mask path.
 
 constexpr int kKeyTile = 64;
 

@@ -266,8 +266,8 @@ void add_split_k_variants(const CudaHandles& h, const PlanKey& key, Plan& plan,
     algo_config(candidates[i], CUBLASLT_ALGO_CONFIG_SPLITK_NUM, current);
     for (int32_t split : {2, 4, 8, 16, 32}) {
       if (split == current || key.k / split < 64) continue;
-      for (uint32_t scheme : {uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE), uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
-                              uint32_t(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)}) {
+      for (uint32_t scheme : {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
+                              CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE}) {
         if (!(schemes & scheme)) continue;
         cublasLtMatmulAlgo_t v = candidates[i];
         if (cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof(split)) !=
@@ -340,7 +340,8 @@ float time_trials(const CudaHandles& h, const L2Flush& flush, cudaEvent_t (&star
 // the split-K variants above.) Only when the trial runs cannot change what they read: C is not
 // read (beta = 0) or is not the output (c_in); the caller's own run follows.
 void autotune(const CudaHandles& h, const GemmDesc& d, int device, Plan& plan, const void* a, const void* b,
-              const void* cin, void* c, void* ws, size_t ws_bytes, const std::vector<cublasLtMatmulAlgo_t>& candidates) {
+              const void* cin, void* c, void* ws, size_t ws_bytes,
+              const std::vector<cublasLtMatmulAlgo_t>& candidates) {
   if (candidates.size() < 2 || (d.beta != 0.0f && cin == c)) return;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(h.stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) return;
