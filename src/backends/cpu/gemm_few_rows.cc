@@ -11,7 +11,6 @@
 #include <utility>
 
 #include "backends/cpu/dnnl_util.h"
-#include "backends/cpu/fused_norm_util.h"
 #include "ingot/dtype.h"
 #include "runtime/parallel.h"
 
@@ -35,24 +34,9 @@ struct Tile {
   Activation act;
 };
 
-// The activation over a stored tile: plain loops over the branch-free forms, which the
-// compiler vectorises for this target.
+// The activation over a stored tile.
 __attribute__((target("avx512f"))) void activate(float* y, int64_t ldy, int rows, int ncols, Activation act) {
-  for (int m = 0; m < rows; ++m) {
-    float* r = y + m * ldy;
-    switch (act) {
-      case Activation::kNone: break;
-      case Activation::kRelu:
-        for (int j = 0; j < ncols; ++j) r[j] = r[j] > 0.f ? r[j] : 0.f;
-        break;
-      case Activation::kGelu:
-        for (int j = 0; j < ncols; ++j) r[j] = fused::gelu_erf(r[j]);
-        break;
-      case Activation::kGeluTanh:
-        for (int j = 0; j < ncols; ++j) r[j] = fused::gelu_tanh(r[j]);
-        break;
-    }
-  }
+  for (int m = 0; m < rows; ++m) activate_row(y + m * ldy, ncols, act);
 }
 
 // Rows of a finished tile (leading dimension ldc) to Y: bias, activation, the valid columns.

@@ -22,12 +22,31 @@
 #include <cstdint>
 
 #include "backends/cpu/fused_matmul_util.h"
+#include "backends/cpu/fused_norm_util.h"
 
 namespace ingot::cpu {
 
 // Rows up to which gemm_few_rows is used (measured at DistilBERT's shapes: 0.82–0.90× oneDNN's
 // time at M = 16–32 on the same layout, about equal at 48).
 constexpr int64_t kFewRowsMax = 32;
+
+// y[0, n) = act(y[0, n)): plain loops over the branch-free forms, inlined into each kernel so the
+// compiler vectorises them for that kernel's target (AVX-512F or AVX2).
+__attribute__((always_inline)) inline void activate_row(float* y, int64_t n, fused_matmul::Activation act) {
+  using fused_matmul::Activation;
+  switch (act) {
+    case Activation::kNone: break;
+    case Activation::kRelu:
+      for (int64_t j = 0; j < n; ++j) y[j] = y[j] > 0.f ? y[j] : 0.f;
+      break;
+    case Activation::kGelu:
+      for (int64_t j = 0; j < n; ++j) y[j] = fused::gelu_erf(y[j]);
+      break;
+    case Activation::kGeluTanh:
+      for (int64_t j = 0; j < n; ++j) y[j] = fused::gelu_tanh(y[j]);
+      break;
+  }
+}
 
 // Whether this CPU runs gemm_few_rows (it needs AVX-512F).
 bool few_rows_supported();

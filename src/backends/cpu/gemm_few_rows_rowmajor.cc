@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "backends/cpu/fused_norm_util.h"
 #include "backends/cpu/gemm_few_rows.h"
 #include "runtime/parallel.h"
 
@@ -110,18 +109,7 @@ __attribute__((target("avx2,fma"))) void finish(const std::vector<float*>& parts
       const float* p = parts[t] + m * ldc;
       for (int64_t j = 0; j < N; ++j) y[j] += p[j];
     }
-    switch (act) {
-      case Activation::kNone: break;
-      case Activation::kRelu:
-        for (int64_t j = 0; j < N; ++j) y[j] = y[j] > 0.f ? y[j] : 0.f;
-        break;
-      case Activation::kGelu:
-        for (int64_t j = 0; j < N; ++j) y[j] = fused::gelu_erf(y[j]);
-        break;
-      case Activation::kGeluTanh:
-        for (int64_t j = 0; j < N; ++j) y[j] = fused::gelu_tanh(y[j]);
-        break;
-    }
+    activate_row(y, N, act);
   }
 }
 
