@@ -90,8 +90,10 @@ __global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) r
   const float d = float(a.d);
 
   for (int64_t r = first; r < a.rows; r += step) {
-    const int64_t xo = (r % a.x_period) * a.d;
-    const int64_t so = kSkip ? (r % a.skip_period) * a.d : 0;
+    // A 64-bit remainder is a long dependent chain before the first load (H100, 128 rows of
+    // 768 halves: 2.57 against 2.47 us a launch in a graph): only for rows that repeat.
+    const int64_t xo = (a.x_period == a.rows ? r : r % a.x_period) * a.d;
+    const int64_t so = kSkip ? (a.skip_period == a.rows ? r : r % a.skip_period) * a.d : 0;
     const int64_t yo = r * a.d;
     float v[N][V];
     float g[kParamsFirst ? N : 1][V], b[kParamsFirst ? N : 1][V];
@@ -147,8 +149,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads) row_norm_long(const RowNormL
   const int64_t nv = a.d / V;
   const float d = float(a.d);
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
-    const int64_t xo = (r % a.x_period) * a.d;
-    const int64_t so = kSkip ? (r % a.skip_period) * a.d : 0;
+    const int64_t xo = (a.x_period == a.rows ? r : r % a.x_period) * a.d;
+    const int64_t so = kSkip ? (a.skip_period == a.rows ? r : r % a.skip_period) * a.d : 0;
     const int64_t yo = r * a.d;
     float s = 0.0f;
     for (int64_t c = threadIdx.x; c < nv; c += blockDim.x) {
