@@ -12,13 +12,13 @@
 // The epilogue rounds acc + bias + residual to float16 (as the unfused product stores it), sums
 // each row over the cluster through distributed shared memory (mean, then centered squares)
 // and writes h.
-// The baseline is what the engine runs: cuBLASLt with its bias epilogue and the residual as C
-// (the fastest of its heuristic's candidates), then a LayerNorm kernel of one warp a row. Both run
+// The baseline is what the engine runs, called from libingot: lt_gemm (cuBLASLt with its bias
+// epilogue and the residual as C, autotuned) and the LayerNormalization kernel. Both run
 // as CUDA graphs of 10 launches; h is checked against the baseline's and a float64 reference.
 // Each variant also prints how many of its clusters the GPU holds at once
 // (cudaOccupancyMaxActiveClusters): fewer than the grid has means a second wave.
 //
-// Built for sm_90a (wgmma), standalone (cudart, cuBLASLt). On the GPU machine:
+// Built for sm_90a (wgmma), linked with libingot. On the GPU machine:
 //   gemm_ln_bench        one line per shape and variant; exits 1 when h is wrong
 #include <cublasLt.h>
 #include <cuda.h>
@@ -31,6 +31,9 @@
 #include <cstdlib>
 #include <random>
 #include <vector>
+
+#include "backends/cuda/lt_gemm.h"
+#include "backends/cuda/norm_impl.h"
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 #define LK(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { printf("%s:%d cublas %d\n", __FILE__, __LINE__, int(s_)); exit(1); } } while (0)
@@ -289,99 +292,36 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
   cluster_sync();  // no CTA leaves while another may still read its shared memory
 }
 
-// ---------------------------------------------------------------- baseline LayerNorm (one warp a row)
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ void unpack8(const uint4& u, float (&f)[8]) {
-  const __half2* h = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) { float2 t = __half22float2(h[i]); f[2 * i] = t.x; f[2 * i + 1] = t.y; }
-}
-__device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
-  uint4 u; __half2* h = reinterpret_cast<__half2*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(f[2 * i], f[2 * i + 1]);
-  return u;
-}
-__global__ void __launch_bounds__(128) ln_rows(const __half* x, const __half* g, const __half* b, __half* y, int M, float eps) {
-  const int lane = threadIdx.x & 31;
-  const int r = blockIdx.x * 4 + (threadIdx.x >> 5);
-  if (r >= M) return;
-  float v[3][8], s = 0.f;
-#pragma unroll
-  for (int i = 0; i < 3; ++i) {
-    unpack8(*reinterpret_cast<const uint4*>(x + size_t(r) * kN + (i * 32 + lane) * 8), v[i]);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s += v[i][j];
-  }
-  const float mean = warp_sum(s) / float(kN);
-  float q = 0.f;
-#pragma unroll
-  for (int i = 0; i < 3; ++i)
-#pragma unroll
-    for (int j = 0; j < 8; ++j) { const float c = v[i][j] - mean; q += c * c; }
-  const float inv = 1.0f / sqrtf(warp_sum(q) / float(kN) + eps);
-#pragma unroll
-  for (int i = 0; i < 3; ++i) {
-    float gg[8], bb[8], o[8];
-    unpack8(*reinterpret_cast<const uint4*>(g + (i * 32 + lane) * 8), gg);
-    unpack8(*reinterpret_cast<const uint4*>(b + (i * 32 + lane) * 8), bb);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) o[j] = (v[i][j] - mean) * inv * gg[j] + bb[j];
-    *reinterpret_cast<uint4*>(y + size_t(r) * kN + (i * 32 + lane) * 8) = pack8(o);
-  }
-}
-
 // ---------------------------------------------------------------- harness
-struct Lt {
-  cublasLtHandle_t h;
-  cublasLtMatmulDesc_t op;
-  cublasLtMatrixLayout_t la, lb, lc;
-  cublasLtMatmulAlgo_t algo;
-  void* ws;
-  size_t wsb = 32 << 20;
-  const __half *x, *w, *res;
+// The baseline is the engine's own code: lt_gemm (cuBLASLt, bias epilogue, residual as C, its
+// candidates autotuned on the first call) and launch_row_norm (the LayerNormalization kernel).
+struct Baseline {
+  ingot::cuda::CudaHandles handles;
+  ingot::cuda::GemmDesc desc;
+  ingot::cuda::RowNormLaunch norm;
+  const __half *x, *w;
   __half* y;
-  void setup(const __half* X, const __half* W, const __half* bias, const __half* R, __half* Y, int M, int N, int K) {
-    x = X, w = W, res = R, y = Y;
-    LK(cublasLtCreate(&h));
-    CK(cudaMalloc(&ws, wsb));
-    LK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
-    LK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
-    LK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    LK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, N, K, N));
-    LK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, K, M, K));
-    LK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16F, N, M, N));
-    cublasLtMatmulPreference_t pref;
-    LK(cublasLtMatmulPreferenceCreate(&pref));
-    LK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
-    cublasLtMatmulHeuristicResult_t r[32];
-    int found = 0;
-    LK(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 32, r, &found));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-    float best = 1e30f;
-    cublasLtMatmulAlgo_t b{};
-    for (int i = 0; i < found; ++i) {
-      algo = r[i].algo;
-      for (int k = 0; k < 3; ++k) run(0);
-      CK(cudaEventRecord(e0));
-      for (int k = 0; k < 20; ++k) run(0);
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
-      if (ms < best) best = ms, b = r[i].algo;
-    }
-    algo = b;
+  void* ws = nullptr;
+  Baseline(cudaStream_t s, const __half* X, const __half* W, const __half* bias, const __half* R, __half* Y,
+           const __half* gamma, const __half* beta, __half* H, int M, int K)
+      : x(X), w(W), y(Y) {
+    handles.stream = s;
+    LK(cublasLtCreate(&handles.lt));
+    int dev = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&handles.sm_count, cudaDevAttrMultiProcessorCount, dev));
+    CK(cudaMalloc(&ws, ingot::cuda::kGemmWorkspaceBytes));
+    desc.m = M, desc.n = kN, desc.k = K, desc.dtype = ingot::DType::kFloat16;
+    desc.bias = bias, desc.beta = 1.f, desc.c_in = R;
+    norm.dtype = norm.param_dtype = ingot::DType::kFloat16;
+    norm.x = Y, norm.gamma = gamma, norm.beta = beta, norm.y = H;
+    norm.rows = norm.x_period = M, norm.d = kN, norm.epsilon = 1e-12f, norm.sm_count = handles.sm_count;
   }
-  void run(cudaStream_t s) {
-    const float one = 1.f;
-    LK(cublasLtMatmul(h, op, &one, w, la, x, lb, &one, res, lc, y, lc, &algo, ws, wsb, s));
+  void product() {
+    const ingot::Status st = ingot::cuda::lt_gemm(handles, desc, x, w, y, ws, ingot::cuda::kGemmWorkspaceBytes);
+    if (!st.is_ok()) { printf("lt_gemm: %s\n", st.message().c_str()); exit(1); }
   }
+  void layer_norm() { CK(ingot::cuda::launch_row_norm(norm, handles.stream)); }
 };
 
 template <class F>
@@ -443,11 +383,11 @@ bool run_case(const char* name, int M, int K, cudaStream_t s) {
   for (auto& v : Be) v = __float2half(0.1f * nd(rng));
   __half *dA = dev(A), *dW = dev(W), *dWt = dev(Wt), *dB = dev(B), *dR = dev(R), *dG = dev(G), *dBe = dev(Be), *y, *h1, *h2;
   CK(cudaMalloc(&y, size_t(M) * N * 2)); CK(cudaMalloc(&h1, size_t(M) * N * 2)); CK(cudaMalloc(&h2, size_t(M) * N * 2));
-  Lt lt; lt.setup(dA, dW, dB, dR, y, M, N, K);
+  Baseline base(s, dA, dW, dB, dR, y, dG, dBe, h1, M, K);
   const CUtensorMap ta = make_map(dA, M, K, kMcast ? kBM / kCluster : kBM), tb = make_map(dWt, N, K, kBN);
   const LnArgs a{dB, dR, dG, dBe, h2, M, K, 1e-12f};
-  lt.run(s);
-  ln_rows<<<M / 4, 128, 0, s>>>(y, dG, dBe, h1, M, 1e-12f);
+  base.product();
+  base.layer_norm();
   launch_mine<S, kMcast, kBN>(ta, tb, a, s);
   CK(cudaStreamSynchronize(s));
   CK(cudaGetLastError());
@@ -478,9 +418,9 @@ bool run_case(const char* name, int M, int K, cudaStream_t s) {
   }
   float tb_ = 0, tl = 0, tn = 0, tm = 0;
   for (int r = 0; r < 3; ++r) {
-    tb_ += chain_us(s, 10, [&] { lt.run(s); ln_rows<<<M / 4, 128, 0, s>>>(y, dG, dBe, h1, M, 1e-12f); });
-    tl += chain_us(s, 10, [&] { lt.run(s); });
-    tn += chain_us(s, 10, [&] { ln_rows<<<M / 4, 128, 0, s>>>(y, dG, dBe, h1, M, 1e-12f); });
+    tb_ += chain_us(s, 10, [&] { base.product(); base.layer_norm(); });
+    tl += chain_us(s, 10, [&] { base.product(); });
+    tn += chain_us(s, 10, [&] { base.layer_norm(); });
     tm += chain_us(s, 10, [&] { launch_mine<S, kMcast, kBN>(ta, tb, a, s); });
   }
   const double tf = 2.0 * M * N * K / 1e6;
