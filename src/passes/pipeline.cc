@@ -13,6 +13,9 @@ const std::vector<std::string>& pass_order(PassStage stage) {
   static const std::vector<std::string> after_precision = {
       // A half-precision product's float32 output Cast becomes the product's own output dtype.
       "fuse_output_cast",
+      // CUDA only: a classifier's LayerNorm, two products and activation as one op; after the
+      // Cast folding above, so the logits' float32 output is the second product's own.
+      "fuse_classifier_head",
   };
   if (stage == PassStage::kAfterPrecision) return after_precision;
   static const std::vector<std::string> order = {

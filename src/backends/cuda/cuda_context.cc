@@ -69,6 +69,11 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(const CudaExecutor& e
   INGOT_CUDNN_RETURN_IF_ERROR(cudnnSetStream(c->handles_.cudnn, c->handles_.stream));
   c->handles_.sm_count = ex.sm_count();
   c->handles_.allow_tf32 = ex.options().allow_tf32;
+  auto counter = DeviceBuffer::allocate(sizeof(unsigned));
+  if (!counter) return counter.status().with_context("grid counter: ");
+  c->grid_counter_ = std::move(*counter);
+  INGOT_CUDA_RETURN_IF_ERROR(cudaMemset(c->grid_counter_.get(), 0, sizeof(unsigned)));
+  c->handles_.grid_counter = static_cast<unsigned*>(c->grid_counter_.get());
   for (cudaEvent_t& e : c->events_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
   const char* prof = std::getenv("INGOT_CUDA_PROFILE");
   c->profiling_ = prof && *prof && std::string(prof) != "0";

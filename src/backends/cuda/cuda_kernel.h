@@ -52,6 +52,10 @@ struct CudaHandles {
   cudnnHandle_t cudnn = nullptr;  // bound to `stream`
   int sm_count = 0;               // multiprocessors of the device
   bool allow_tf32 = false;
+  // One word of device memory per context, zero between kernels: a kernel whose last CTA to
+  // finish does the final step counts finished CTAs in it and sets it back to zero before it
+  // ends (the context's kernels run one after another on its stream).
+  unsigned* grid_counter = nullptr;
   // INGOT_CUDA_SKIP_OPS (a timing aid, cuda_context.cc): op types whose steps enqueue nothing,
   // and parts of ops that kernels leave out ("Attention.core": the flash kernel). Empty normally.
   std::set<std::string> skip_ops;

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_common.cuh"
 #include "backends/cuda/gemm_impl.h"
+#include "backends/cuda/pointwise_activation.cuh"
 
 namespace ingot::cuda {
 namespace {
@@ -20,19 +21,6 @@ __global__ void broadcast_matrix_kernel(const T* __restrict__ c, int64_t row_str
        idx += int64_t(gridDim.x) * blockDim.x) {
     int64_t i = idx / cols, j = idx - i * cols;
     y[idx] = from_float<T>(scale * to_float(c[i * row_stride + j * col_stride]));
-  }
-}
-
-// Exact GELU (erf): ONNX Gelu and BERT's activation. Tanh form: the "GeluTanh" approximation,
-// with full-precision tanhf (cuBLASLt's GELU epilogue may use a faster, less exact tanh).
-template <PointwiseActivation A>
-__device__ __forceinline__ float activate(float x) {
-  if constexpr (A == PointwiseActivation::kRelu) {
-    return x > 0.f ? x : 0.f;
-  } else if constexpr (A == PointwiseActivation::kGeluErf) {
-    return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
-  } else {
-    return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   }
 }
 
@@ -54,11 +42,11 @@ __global__ void activation_inplace_kernel(T* __restrict__ y, int64_t nvec, int64
   for (int64_t i = first; i < nvec; i += stride) {
     V v = yv[i];
 #pragma unroll
-    for (int k = 0; k < V::kSize; ++k) v.v[k] = from_float<T>(activate<A>(to_float(v.v[k])));
+    for (int k = 0; k < V::kSize; ++k) v.v[k] = from_float<T>(activate(to_float(v.v[k]), A));
     yv[i] = v;
   }
   T* rest = y + nvec * V::kSize;
-  for (int64_t i = first; i < tail; i += stride) rest[i] = from_float<T>(activate<A>(to_float(rest[i])));
+  for (int64_t i = first; i < tail; i += stride) rest[i] = from_float<T>(activate(to_float(rest[i]), A));
 }
 
 template <class T, PointwiseActivation A>
@@ -140,6 +128,7 @@ cudaError_t launch_activation_inplace(void* y, int64_t n, PointwiseActivation ac
       case PointwiseActivation::kRelu: launch_activation<T, PointwiseActivation::kRelu>(p, n, stream); break;
       case PointwiseActivation::kGeluErf: launch_activation<T, PointwiseActivation::kGeluErf>(p, n, stream); break;
       case PointwiseActivation::kGeluTanh: launch_activation<T, PointwiseActivation::kGeluTanh>(p, n, stream); break;
+      case PointwiseActivation::kTanh: launch_activation<T, PointwiseActivation::kTanh>(p, n, stream); break;
     }
   });
   return ok ? cudaGetLastError() : cudaErrorInvalidValue;

@@ -18,7 +18,7 @@ cudaError_t launch_broadcast_matrix(const void* c, int64_t row_stride, int64_t c
 
 // Activations applied in place: after a product whose epilogue cannot compute them exactly
 // (GELU), or on a broadcast bias when the product is empty (K = 0).
-enum class PointwiseActivation { kRelu, kGeluErf, kGeluTanh };
+enum class PointwiseActivation { kRelu, kGeluErf, kGeluTanh, kTanh };
 
 // y[i] = act(y[i]) for i < n.
 cudaError_t launch_activation_inplace(void* y, int64_t n, PointwiseActivation act, DType dtype, cudaStream_t stream);

@@ -10,21 +10,13 @@
 
 #include "backends/cuda/cuda_common.cuh"
 #include "backends/cuda/gemm_impl.h"
+#include "backends/cuda/pointwise_activation.cuh"
 
 namespace ingot::cuda {
 namespace {
 
 constexpr int kSkinnyThreads = 128;
 constexpr int kSkinnyWarps = kSkinnyThreads / 32;
-
-__device__ __forceinline__ float activate(float x, PointwiseActivation act, bool has_act) {
-  if (!has_act) return x;
-  switch (act) {
-    case PointwiseActivation::kRelu: return x > 0.f ? x : 0.f;
-    case PointwiseActivation::kGeluErf: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
-    default: return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-  }
-}
 
 template <class T, class TY>
 __global__ void __launch_bounds__(kSkinnyThreads)
@@ -55,7 +47,7 @@ __global__ void __launch_bounds__(kSkinnyThreads)
       const int n = int(threadIdx.x);
       float v = bias ? to_float(bias[n]) : 0.f;
       for (int i = 0; i < kSkinnyWarps; ++i) v += partial[i][n];
-      y[r * N + n] = from_float<TY>(activate(v, act, has_act));
+      y[r * N + n] = from_float<TY>(has_act ? activate(v, act) : v);
     }
     __syncthreads();  // partial is rewritten for the next row
   }

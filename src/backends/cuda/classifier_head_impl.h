@@ -1,0 +1,54 @@
+// The launcher of ingot.ClassifierHead's one-kernel path (device code in classifier_head.cu),
+// for classifier_head.cc. Pointers are device memory; the launcher enqueues on `stream`.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/gemm_impl.h"
+#include "ingot/dtype.h"
+
+namespace ingot::cuda {
+
+// Y[r] = act(LayerNorm(X[r]) · W1 + b1) · W2 + b2 for r < rows (classifier_head.cc says more).
+struct HeadLaunch {
+  DType dtype = DType::kFloat32;  // of every input, and of Y unless float_output
+  const void* x = nullptr;        // [rows, K]
+  const void* gamma = nullptr;    // [K]
+  const void* beta = nullptr;     // [K] or null
+  const void* w1 = nullptr;       // [K, N1], 16-byte aligned
+  const void* b1 = nullptr;       // [N1] or null
+  const void* w2 = nullptr;       // [N1, N2]
+  const void* b2 = nullptr;       // [N2] or null
+  void* y = nullptr;              // [rows, N2]
+  bool float_output = false;
+  int64_t rows = 0, K = 0, N1 = 0, N2 = 0;
+  float epsilon = 1e-5f;
+  bool has_act = false;
+  PointwiseActivation act = PointwiseActivation::kRelu;
+  int sm_count = 0;             // multiprocessors: the grid spreads W1 over about this many CTAs
+  float* shares = nullptr;      // scratch of classifier_head_shares_bytes(N1, sm_count)
+  unsigned* counter = nullptr;  // the context's grid counter (CudaHandles::grid_counter)
+};
+
+// Most rows and logits the one-kernel path takes. On an H200 the kernel took 6.0 / 7.2 / 9.6 /
+// 16 µs for 1 / 2 / 4 / 8 rows of DistilBERT's head in a CUDA graph; the three kernels it
+// replaces about 8.5 at one row, and at 8 rows the fused head made the model 7 µs slower.
+constexpr int64_t kHeadMaxRows = 2;
+constexpr int64_t kHeadMaxLogits = 8;
+
+// Whether the one-kernel path takes these sizes (rows, N2 within the limits above; W1's rows
+// whole 16-byte vectors; its shared memory within the kernel's limit); otherwise the op
+// composes its general kernels.
+bool classifier_head_fits(DType dtype, int64_t rows, int64_t K, int64_t N1, int64_t N2, int sm_count);
+
+// Scratch the one-kernel path needs for each CTA's shares of the logits.
+size_t classifier_head_shares_bytes(int64_t N1, int sm_count);
+
+// About one CTA per multiprocessor, each with a slice of W1's columns; the CTA that finishes
+// last sums the slices' shares of the logits. cudaErrorInvalidValue when classifier_head_fits
+// is false, W1 is not 16-byte aligned or the scratch or counter is missing.
+cudaError_t launch_classifier_head(const HeadLaunch& a, cudaStream_t stream);
+
+}  // namespace ingot::cuda

@@ -1,0 +1,195 @@
+// CUDA engines only: a sequence classifier's head becomes one ingot.ClassifierHead node.
+//
+//   Xn = LayerNormalization(X, gamma, beta)        (the last layer's, on the gathered rows)
+//   H  = FusedMatMul(Xn, W1, b1, activation a)     or  FusedMatMul(Xn, W1, b1) → Tanh | Relu
+//   Y  = FusedMatMul(H, W2, b2)                    N2 = W2's columns ≤ 8 (the logits)
+//   →  Y = ClassifierHead(X, gamma, beta, W1, b1, W2, b2, activation a)
+//
+// DistilBERT's pre_classifier (ReLU) and BERT's pooler (a Tanh node after it) end this way. At
+// batch 1 each of these three or four ops is one kernel over one row whose cost is its launch
+// inside the CUDA graph (about 2.5 µs each on an H100); the CUDA kernel of the fused op is one
+// launch (backends/cuda/classifier_head.cc). CPU engines keep the ops: there each is a few
+// microseconds of arithmetic and no launch.
+//
+// Taken when every intermediate has one reader and is no graph output; the LayerNorm normalizes
+// the last axis with float32 statistics (stash_type 1), has constant gamma (and beta) of K
+// elements and only its first output; the products have constant 2-D weights, constant biases
+// (or none), no residual, and the first writes its input's dtype; the second has no activation;
+// every tensor has X's dtype. Runs after precision conversion (pipeline.cc), so it sees the
+// dtypes the engine computes in and the second product's folded float32 output.
+// Rounding: a Tanh or Relu node's input was stored in X's dtype before the activation; the
+// fused op applies it to the float32 sum and rounds once.
+#include <optional>
+#include <string>
+
+#include "passes/match.h"
+#include "passes/pass.h"
+
+namespace ingot {
+namespace {
+
+constexpr int64_t kMaxLogits = 8;  // the CUDA kernel's widest second product (gemm_impl.h's kSkinnyMaxN)
+
+Attribute string_attr(std::string s) {
+  Attribute a;
+  a.kind = Attribute::Kind::kString;
+  a.s = std::move(s);
+  return a;
+}
+
+Attribute float_attr(float f) {
+  Attribute a;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = f;
+  return a;
+}
+
+bool absent(const Node& n, size_t i) { return n.inputs.size() <= i || n.inputs[i] == kNoValue; }
+
+class HeadMatcher {
+ public:
+  HeadMatcher(const GraphEditor& ed, const std::vector<ValueMeta>* metas) : ed_(ed), metas_(metas) {}
+
+  // The fused node for the second product `f2`, or nullopt when the pattern does not hold.
+  std::optional<Node> match(int f2) {
+    const Node& second = ed_.node(f2);
+    if (!product(second, /*first=*/false)) return std::nullopt;
+    const ValueId h = second.inputs[0];
+    if (!intermediate(h, f2)) return std::nullopt;
+    int f1 = ed_.producer(h);
+    if (f1 < 0 || !ed_.alive(f1)) return std::nullopt;
+    std::string act;
+    if (is_op(ed_.node(f1), "Tanh") || is_op(ed_.node(f1), "Relu")) {
+      const Node& unary = ed_.node(f1);
+      if (unary.inputs.size() != 1 || !intermediate(unary.inputs[0], f1)) return std::nullopt;
+      act = unary.op_type;
+      unary_ = f1;
+      f1 = ed_.producer(unary.inputs[0]);
+      if (f1 < 0 || !ed_.alive(f1) || !ed_.node(f1).attrs.get_string("activation", "").empty()) return std::nullopt;
+    }
+    const Node& first = ed_.node(f1);
+    if (!product(first, /*first=*/true)) return std::nullopt;
+    if (act.empty()) act = first.attrs.get_string("activation", "");
+    const ValueId xn = first.inputs[0];
+    const int ln = producer_if(ed_, xn, "LayerNormalization");
+    if (ln < 0 || !intermediate(xn, f1)) return std::nullopt;
+    const Node& norm = ed_.node(ln);
+    if (!layer_norm(norm)) return std::nullopt;
+
+    const Tensor* w1 = ed_.constant(first.inputs[1]);
+    const Tensor* w2 = ed_.constant(second.inputs[1]);
+    const Tensor* gamma = ed_.constant(norm.inputs[1]);
+    const int64_t K = w1->dim(0), N1 = w1->dim(1);
+    if (w2->dim(0) != N1 || w2->dim(1) > kMaxLogits || gamma->numel() != K || gamma->rank() != 1) return std::nullopt;
+    if (!absent(norm, 2) && !same_shape(norm.inputs[2], *gamma)) return std::nullopt;
+    if (!absent(first, 2) && !vector_of(first.inputs[2], N1)) return std::nullopt;
+    if (!absent(second, 2) && !vector_of(second.inputs[2], w2->dim(1))) return std::nullopt;
+    const DType t = dtype_of(norm.inputs[0]);
+    if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return std::nullopt;
+    for (ValueId v : {norm.inputs[1], norm.inputs.size() > 2 ? norm.inputs[2] : kNoValue, first.inputs[1],
+                      first.inputs.size() > 2 ? first.inputs[2] : kNoValue, second.inputs[1],
+                      second.inputs.size() > 2 ? second.inputs[2] : kNoValue, xn, h})
+      if (v != kNoValue && dtype_of(v) != t) return std::nullopt;
+
+    Node fused;
+    fused.name = second.name.empty() ? "classifier_head" : second.name + "/classifier_head";
+    fused.op_type = "ClassifierHead";
+    fused.domain = "ingot";
+    auto input = [](const Node& n, size_t i) { return absent(n, i) ? kNoValue : n.inputs[i]; };
+    fused.inputs = {norm.inputs[0], norm.inputs[1], input(norm, 2),  first.inputs[1],
+                    input(first, 2), second.inputs[1], input(second, 2)};
+    fused.outputs = second.outputs;
+    fused.attrs.set("epsilon", float_attr(norm.attrs.get_float("epsilon", 1e-5f)));
+    fused.attrs.set("activation", string_attr(act));
+    if (const Attribute* out = second.attrs.find("output_dtype")) fused.attrs.set("output_dtype", *out);
+    removed_ = {f2, f1, ln};
+    if (unary_ >= 0) removed_.push_back(unary_);
+    return fused;
+  }
+
+  const std::vector<int>& removed() const { return removed_; }
+
+ private:
+  // A FusedMatMul the head can take: constant 2-D W, no residual; the first writes its input's
+  // dtype with any activation the fused op knows, the second has no activation.
+  bool product(const Node& n, bool first) const {
+    if (!is_op(n, "FusedMatMul", "ingot") || n.inputs.size() < 2 || !absent(n, 3) || n.outputs.size() != 1) return false;
+    const Tensor* w = ed_.constant(n.inputs[1]);
+    if (!w || w->rank() != 2 || w->numel() == 0) return false;
+    if (!absent(n, 2) && !ed_.constant(n.inputs[2])) return false;
+    const std::string act = n.attrs.get_string("activation", "");
+    if (!first) return act.empty();
+    return n.attrs.get_int("output_dtype", 0) == 0 &&
+           (act.empty() || act == "Relu" || act == "Gelu" || act == "GeluTanh");
+  }
+
+  bool layer_norm(const Node& n) const {
+    if (n.inputs.size() < 2 || !ed_.constant(n.inputs[1]) || (!absent(n, 2) && !ed_.constant(n.inputs[2])))
+      return false;
+    for (size_t o = 1; o < n.outputs.size(); ++o)
+      if (n.outputs[o] != kNoValue && !ed_.consumers(n.outputs[o]).empty()) return false;
+    if (n.attrs.get_int("stash_type", 1) != 1) return false;
+    const int64_t axis = n.attrs.get_int("axis", -1);
+    if (axis == -1) return true;
+    const ValueMeta* x = meta(n.inputs[0]);
+    return x && int64_t(x->shape.size()) == axis + 1;
+  }
+
+  // v is read by `reader` alone, is no graph output and no subgraph reads it.
+  bool intermediate(ValueId v, int reader) const {
+    return v != kNoValue && ed_.only_feeds(v, reader) && !ed_.read_by_subgraph(v);
+  }
+
+  bool vector_of(ValueId v, int64_t n) const {
+    const Tensor* t = ed_.constant(v);
+    return t && t->rank() == 1 && t->numel() == n;
+  }
+  bool same_shape(ValueId v, const Tensor& like) const {
+    const Tensor* t = ed_.constant(v);
+    return t && t->shape() == like.shape();
+  }
+
+  const ValueMeta* meta(ValueId v) const {
+    if (!metas_ || v == kNoValue || size_t(v) >= metas_->size() || !(*metas_)[size_t(v)].known) return nullptr;
+    return &(*metas_)[size_t(v)];
+  }
+  DType dtype_of(ValueId v) const {
+    if (const Tensor* t = ed_.constant(v)) return t->dtype();
+    if (const ValueMeta* m = meta(v)) return m->dtype;
+    return ed_.graph().value(v).dtype;
+  }
+
+  const GraphEditor& ed_;
+  const std::vector<ValueMeta>* metas_;
+  int unary_ = -1;
+  std::vector<int> removed_;
+};
+
+class FuseClassifierHead : public Pass {
+ public:
+  Expected<int> run(Model& model, PassContext& ctx) const override {
+    if (ctx.device() != "cuda") return 0;
+    const std::vector<ValueMeta>* metas = ctx.metas(model);
+    GraphEditor ed(model.graph);
+    int n = 0;
+    for (int i = 0; i < ed.num_nodes(); ++i) {
+      if (!ed.alive(i) || !is_op(ed.node(i), "FusedMatMul", "ingot")) continue;
+      HeadMatcher m(ed, metas);
+      std::optional<Node> fused = m.match(i);
+      if (!fused) continue;
+      ctx.note("LayerNormalization, two FusedMatMuls" + std::string(m.removed().size() > 3 ? " and an activation" : "") +
+               " fused into ClassifierHead '" + fused->name + "'");
+      for (int r : m.removed()) ed.remove_node(r);
+      ed.add_node(std::move(*fused));
+      ++n;
+    }
+    ed.commit();
+    return n;
+  }
+};
+
+}  // namespace
+
+INGOT_REGISTER_PASS("fuse_classifier_head", FuseClassifierHead);
+
+}  // namespace ingot

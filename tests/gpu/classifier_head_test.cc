@@ -1,0 +1,95 @@
+// ingot.ClassifierHead on CUDA against its CPU kernel: the one-kernel path (1 and 2 rows) and the
+// composed path (more rows), float32/float16/bfloat16, every activation, logits 1 to 8 wide in
+// X's dtype or float32, hidden widths of one or several column groups per CTA, K that needs more
+// than one round of register loads or is odd, optional beta and biases; each engine is run three
+// times, so the CUDA graph's replays are checked as well as its eager first run (and the grid
+// counter the last CTA resets).
+#include <cmath>
+
+#include "../ops/graph_builder.h"
+#include "gpu_test_util.h"
+
+namespace ingot::testing {
+namespace {
+
+struct Case {
+  DType dt;
+  int64_t rows, K, N1, N2;
+  const char* act;
+  bool float_out = false, biases = true;
+  bool runtime_w1 = false;  // W1 a graph input instead of a constant
+};
+
+Model head_model(const Case& c, const std::vector<Tensor>& w) {
+  Attributes a;
+  a.set("activation", string_attr(c.act));
+  a.set("epsilon", float_attr(1e-12f));
+  if (c.float_out) a.set("output_dtype", int_attr(int64_t(DType::kFloat32)));
+  GraphBuilder b("test:classifier_head_gpu");
+  ValueId x = b.input("X", c.dt, {c.rows, c.K});
+  auto opt = [&](size_t i, const char* name) { return c.biases ? b.constant(name, w[i]) : kNoValue; };
+  const ValueId w1 = c.runtime_w1 ? b.input("W1", c.dt, {c.K, c.N1}) : b.constant("W1", w[2]);
+  b.output(b.node("ClassifierHead",
+                  {x, b.constant("gamma", w[0]), opt(1, "beta"), w1, opt(3, "b1"),
+                   b.constant("W2", w[4]), opt(5, "b2")},
+                  a, "ingot"));
+  if (c.float_out) b.m.graph.value(b.m.graph.outputs[0]).dtype = DType::kFloat32;
+  return b.m;
+}
+
+void check(const Case& c) {
+  const std::string what = dtype_name(c.dt) + " rows " + std::to_string(c.rows) + " K " + std::to_string(c.K) +
+                           " N1 " + std::to_string(c.N1) + " N2 " + std::to_string(c.N2) + " act '" + c.act + "'" +
+                           (c.float_out ? " -> float32" : "") + (c.biases ? "" : " no beta/biases") +
+                           (c.runtime_w1 ? " runtime W1" : "");
+  // Weights of a trained head's scale: H and the logits stay near 1.
+  const std::vector<Tensor> w = {random_of(c.dt, {c.K}, 1, 0.5, 1.5), random_of(c.dt, {c.K}, 2, -0.5, 0.5),
+                                 random_of(c.dt, {c.K, c.N1}, 3, -0.06, 0.06), random_of(c.dt, {c.N1}, 4, -0.5, 0.5),
+                                 random_of(c.dt, {c.N1, c.N2}, 5, -0.06, 0.06), random_of(c.dt, {c.N2}, 6, -0.5, 0.5)};
+  const Model m = head_model(c, w);
+  std::map<std::string, Tensor> feeds{{"X", random_of(c.dt, {c.rows, c.K}, 7, -2, 2)}};
+  if (c.runtime_w1) feeds["W1"] = w[2];
+  auto ref = run_model_on(m, feeds, "cpu");
+  ASSERT_EQ(ref.size(), 1u) << what;
+  EngineOptions o;
+  o.device = "cuda";
+  auto e = Engine::from_model(m, o);
+  ASSERT_TRUE(e.has_value()) << what << ": " << e.status().message();
+  auto ctx = (*e)->create_context();
+  // Both sides round the normalized rows and H to X's dtype; they differ by summation order (and
+  // for half GELU on the composed path, cuBLASLt's tanh form), so a rounding of H may flip.
+  const double tol = c.dt == DType::kFloat32 ? 1e-4 : c.dt == DType::kFloat16 ? 3e-3 : 2e-2;
+  for (int run = 0; run < 3; ++run) {
+    auto out = ctx->run(feeds);
+    ASSERT_TRUE(out.has_value()) << what << ": " << out.status().message();
+    ASSERT_EQ(out->size(), 1u) << what;
+    expect_close((*out)[0].tensor, ref[0], tol, tol, what + ", run " + std::to_string(run));
+  }
+}
+
+TEST(GpuClassifierHead, OneKernelPathMatchesCpu) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t rows : {1, 2}) check({dt, rows, 768, 768, 2, "Relu"});
+    for (const char* act : {"", "Tanh", "Gelu", "GeluTanh"}) check({dt, 1, 768, 768, 2, act, true});
+    check({dt, 2, 1024, 3072, 8, "Tanh"});  // several column groups per CTA, not dividing its threads
+    check({dt, 1, 37, 64, 1, "Relu", true});  // odd K
+    check({dt, 2, 96, 200, 3, "Tanh", false, false});  // no beta or biases
+    check({dt, 1, 768, 768, 2, "Relu", false, true, true});
+    check({dt, 2, 1024, 3072, 8, "Tanh", true, true, true});
+  }
+}
+
+TEST(GpuClassifierHead, ComposedPathMatchesCpu) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t rows : {3, 8}) check({dt, rows, 768, 768, 2, "Relu"});
+    check({dt, 1, 1030, 768, 2, "Relu"});  // K past the one kernel's 1024
+    check({dt, 33, 768, 768, 2, "Tanh", true});
+    check({dt, 17, 64, 48, 5, "Gelu", false, false});
+  }
+  check({DType::kFloat16, 2, 64, 36, 2, "Relu"});  // N1 not a whole number of 16-byte vectors
+}
+
+}  // namespace
+}  // namespace ingot::testing

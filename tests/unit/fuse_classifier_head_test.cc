@@ -1,0 +1,208 @@
+// fuse_classifier_head: for CUDA engines LayerNormalization → FusedMatMul (ReLU, GELU, or none
+// followed by a Tanh or Relu node) → FusedMatMul with at most 8 columns becomes one
+// ingot.ClassifierHead; CPU engines keep the ops. The fused node computes what the ops did
+// (its CPU kernel, the CUDA kernel's reference, against the unfused graph on the CPU), a shared
+// intermediate or a wide second product stops it, the op's kernel rejects bad inputs with one
+// line naming them, and the sequence classifiers of both exporters (DistilBERT's ReLU head,
+// BERT's and RoBERTa's Tanh heads) end in one such node whose outputs still match PyTorch's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "../ops/graph_builder.h"
+#include "../ops/op_test_util.h"
+#include "io/npy.h"
+#include "onnx_import/import.h"
+#include "pass_test_util.h"
+
+namespace ingot {
+namespace {
+
+using namespace ingot::testing;
+
+constexpr int64_t B = 3, E = 16, F = 24;
+
+int heads(const Model& m) {
+  int n = 0;
+  for (const Node& node : m.graph.nodes) n += node.op_type == "ClassifierHead";
+  return n;
+}
+
+// Both optimizer stages for `device` (no precision conversion in between: float32), and the
+// fusion's rewrite count.
+std::pair<Model, int> optimized_for(Model m, const std::string& device, std::vector<ShapeBinding> bindings = {}) {
+  int rewrites = -1;
+  for (PassStage stage : {PassStage::kBeforePrecision, PassStage::kAfterPrecision}) {
+    OptimizeOptions o;
+    o.stage = stage;
+    o.device = device;
+    o.bindings = bindings;
+    auto reports = optimize(m, o);
+    EXPECT_TRUE(reports.has_value()) << reports.status().message();
+    if (reports && stage == PassStage::kAfterPrecision) rewrites = rewrites_of(*reports, "fuse_classifier_head");
+  }
+  return {std::move(m), rewrites};
+}
+
+std::vector<NamedTensor> run_as_is(const Model& m, const std::map<std::string, Tensor>& feeds) {
+  EngineOptions o;
+  o.optimize = false;
+  auto e = Engine::from_model(m, o);
+  EXPECT_TRUE(e.has_value()) << e.status().message();
+  if (!e) return {};
+  auto out = (*e)->create_context()->run(feeds);
+  EXPECT_TRUE(out.has_value()) << out.status().message();
+  return out ? *out : std::vector<NamedTensor>{};
+}
+
+double max_diff(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    EXPECT_EQ(a[i].tensor.shape(), b[i].tensor.shape());
+    EXPECT_EQ(a[i].tensor.dtype(), b[i].tensor.dtype());
+    for (int64_t k = 0; k < a[i].tensor.numel() && k < b[i].tensor.numel(); ++k)
+      d = std::max(d, std::fabs(a[i].tensor.scalar_as_double(k) - b[i].tensor.scalar_as_double(k)));
+  }
+  return d;
+}
+
+struct HeadOptions {
+  std::string fused_act;   // the first product's activation attribute
+  std::string unary;       // "Tanh" / "Relu": a node after the first product, or ""
+  int64_t logits = 2;
+  bool hidden_output = false;  // H is a graph output too
+  bool second_act = false;     // the second product has a ReLU
+};
+
+// X [B, E] → LayerNormalization → FusedMatMul(W1, b1) [→ unary] → FusedMatMul(W2, b2), as the
+// optimizer's earlier passes leave a classifier's head.
+Model head_model(const HeadOptions& h) {
+  GraphBuilder b("test:classifier_head");
+  ValueId x = b.input("X", DType::kFloat32, {B, E});
+  Attributes ln;
+  ln.set("axis", int_attr(-1));
+  ln.set("epsilon", float_attr(1e-6f));
+  ValueId xn = b.node("LayerNormalization",
+                      {x, b.constant("gamma", random_tensor({E}, 1)), b.constant("beta", random_tensor({E}, 2))}, ln);
+  Attributes first;
+  first.set("activation", string_attr(h.fused_act));
+  ValueId hid = b.node("FusedMatMul", {xn, b.constant("W1", random_tensor({E, F}, 3)), b.constant("b1", random_tensor({F}, 4))},
+                       first, "ingot");
+  if (!h.unary.empty()) hid = b.node(h.unary, {hid});
+  Attributes second;
+  if (h.second_act) second.set("activation", string_attr("Relu"));
+  b.output(b.node("FusedMatMul",
+                  {hid, b.constant("W2", random_tensor({F, h.logits}, 5)), b.constant("b2", random_tensor({h.logits}, 6))},
+                  second, "ingot"));
+  if (h.hidden_output) b.output(hid);
+  return b.m;
+}
+
+TEST(FuseClassifierHead, EveryActivationFormFusesForCudaAndMatchesTheOps) {
+  const std::map<std::string, Tensor> feeds{{"X", random_tensor({B, E}, 7, -3, 3)}};
+  const HeadOptions cases[] = {{"Relu", ""}, {"", "Tanh"}, {"", "Relu"}, {"Gelu", ""}, {"GeluTanh", ""}, {"", ""},
+                               {"Relu", "", 8}, {"", "Tanh", 1}};
+  for (const HeadOptions& h : cases) {
+    const std::string what = "activation '" + h.fused_act + "' then '" + h.unary + "', " + std::to_string(h.logits) +
+                             " logits";
+    const Model original = head_model(h);
+    auto [cuda, rewrites] = optimized_for(original, "cuda");
+    EXPECT_EQ(rewrites, 1) << what;
+    ASSERT_EQ(cuda.graph.nodes.size(), 1u) << what;
+    const Node& n = cuda.graph.nodes[0];
+    EXPECT_EQ(n.op_type, "ClassifierHead") << what;
+    EXPECT_EQ(n.attrs.get_string("activation", "?"), h.unary.empty() ? h.fused_act : h.unary) << what;
+    EXPECT_FLOAT_EQ(n.attrs.get_float("epsilon", 0.f), 1e-6f) << what;
+    EXPECT_LE(max_diff(run_as_is(cuda, feeds), run_as_is(original, feeds)), 2e-5) << what;
+
+    auto [cpu, cpu_rewrites] = optimized_for(original, "cpu");
+    EXPECT_EQ(cpu_rewrites, 0) << what;
+    EXPECT_EQ(heads(cpu), 0) << what;
+  }
+}
+
+TEST(FuseClassifierHead, SharedIntermediateWideOrActivatedLogitsStayUnfused) {
+  HeadOptions shared{"Relu", ""};
+  shared.hidden_output = true;
+  HeadOptions wide{"Relu", ""};
+  wide.logits = 9;
+  HeadOptions activated{"Relu", ""};
+  activated.second_act = true;
+  HeadOptions twice{"Relu", "Tanh"};  // an activation on both sides of the first product's store
+  for (const auto& [h, what] : {std::pair{shared, "H also an output"}, std::pair{wide, "9 logits"},
+                                std::pair{activated, "ReLU on the logits"}, std::pair{twice, "two activations"}}) {
+    auto [cuda, rewrites] = optimized_for(head_model(h), "cuda");
+    EXPECT_EQ(rewrites, 0) << what;
+    EXPECT_EQ(heads(cuda), 0) << what;
+  }
+}
+
+// The op's CPU kernel on its own: the float32 output attribute, and one clear line for each
+// malformed input or attribute.
+TEST(FuseClassifierHead, KernelChecksItsInputsAndAttributes) {
+  auto attempt = [](Shape w1_shape, Shape b2_shape, const std::string& act, DType gamma_dtype) {
+    GraphBuilder b("test:classifier_head_op");
+    ValueId x = b.input("X", DType::kFloat32, {B, E});
+    Tensor gamma = random_tensor({E}, 1);
+    if (gamma_dtype != DType::kFloat32) gamma = Tensor(gamma_dtype, {E});
+    Attributes a;
+    a.set("activation", string_attr(act));
+    b.output(b.node("ClassifierHead",
+                    {x, b.constant("gamma", gamma), kNoValue, b.constant("W1", random_tensor(w1_shape, 3)), kNoValue,
+                     b.constant("W2", random_tensor({F, 2}, 5)), b.constant("b2", random_tensor(b2_shape, 6))},
+                    a, "ingot"));
+    EngineOptions o;
+    o.optimize = false;
+    auto e = Engine::from_model(b.m, o);
+    if (!e) return e.status().message();
+    auto out = (*e)->create_context()->run({{"X", random_tensor({B, E}, 7)}});
+    return out ? std::string() : out.status().message();
+  };
+  EXPECT_EQ(attempt({E, F}, {2}, "Tanh", DType::kFloat32), "");
+  const std::string k = attempt({E + 1, F}, {2}, "Tanh", DType::kFloat32);
+  EXPECT_NE(k.find("input 3 (W1) has shape 17x24, expected [16, N1]"), std::string::npos) << k;
+  const std::string b2 = attempt({E, F}, {3}, "Tanh", DType::kFloat32);
+  EXPECT_NE(b2.find("input 6 (b2) has shape 3, expected [2]"), std::string::npos) << b2;
+  const std::string act = attempt({E, F}, {2}, "Swish", DType::kFloat32);
+  EXPECT_NE(act.find("attribute 'activation' = 'Swish'"), std::string::npos) << act;
+  const std::string dt = attempt({E, F}, {2}, "Tanh", DType::kFloat16);
+  EXPECT_NE(dt.find("input 1 (gamma) has dtype float16, X has float32"), std::string::npos) << dt;
+}
+
+// The sequence classifiers of both exporters: the head after the last layer is one
+// ClassifierHead for CUDA, and the rewritten graph still matches PyTorch's logits on the CPU.
+TEST(FuseClassifierHead, SequenceClassifierFixtures) {
+  namespace fs = std::filesystem;
+  for (const char* model : {"bert", "distilbert", "roberta"}) {
+    for (const char* ex : {"torchscript", "dynamo"}) {
+      const std::string what = std::string(model) + "/" + ex;
+      const fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
+      auto inputs = read_npz((dir / "inputs.npz").string());
+      auto reference = read_npz((dir / "reference.npz").string());
+      auto loaded = load_onnx((dir / (std::string("model.") + ex + ".onnx")).string());
+      ASSERT_TRUE(inputs && reference && loaded) << what;
+      ShapeBinding shapes;
+      for (const auto& [name, t] : *inputs) shapes[name] = t.shape();
+      auto [cuda, rewrites] = optimized_for(std::move(*loaded), "cuda", {shapes});
+      EXPECT_EQ(rewrites, 1) << what;
+      EXPECT_EQ(heads(cuda), 1) << what;
+      for (const Node& n : cuda.graph.nodes)
+        if (n.op_type == "ClassifierHead")
+          EXPECT_EQ(n.attrs.get_string("activation", "?"), std::string(model) == "distilbert" ? "Relu" : "Tanh") << what;
+      auto outs = run_as_is(cuda, *inputs);
+      ASSERT_FALSE(outs.empty()) << what;
+      for (const auto& o : outs) {
+        const Tensor& want = reference->at(o.name);
+        double err = 0;
+        for (int64_t i = 0; i < want.numel(); ++i)
+          err = std::max(err, std::fabs(o.tensor.scalar_as_double(i) - want.scalar_as_double(i)));
+        EXPECT_LE(err, 1e-4) << what << " output " << o.name;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ingot
