@@ -41,6 +41,7 @@ class ClassifierHeadKernel : public CudaKernel {
   // even when the one kernel fits, for a W1 that is not 16-byte aligned; the context's workspace
   // is shared by all kernels and products need the cuBLASLt part anyway.
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
+    if (in.size() != 7) return 0;  // supports() has said why not
     const Sizes s = sizes_of(in[0].shape, in[3].shape, in[5].shape);
     const size_t es = dtype_size(in[0].dtype);
     return kGemmWorkspaceBytes + round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.N1) * es);
