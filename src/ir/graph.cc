@@ -11,6 +11,27 @@ std::string sym_shape_str(const SymShape& s) {
   return out + "]";
 }
 
+void Attributes::set_int(const std::string& name, int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInt;
+  a.i = v;
+  set(name, std::move(a));
+}
+
+void Attributes::set_float(const std::string& name, float v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = v;
+  set(name, std::move(a));
+}
+
+void Attributes::set_string(const std::string& name, std::string v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kString;
+  a.s = std::move(v);
+  set(name, std::move(a));
+}
+
 const Attribute* Attributes::find(const std::string& name) const {
   auto it = map_.find(name);
   return it == map_.end() ? nullptr : &it->second;

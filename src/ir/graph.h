@@ -59,6 +59,10 @@ struct Attribute {
 class Attributes {
  public:
   void set(const std::string& name, Attribute a) { map_[name] = std::move(a); }
+  // Typed setters, as the getters below (what passes write on the nodes they make).
+  void set_int(const std::string& name, int64_t v);
+  void set_float(const std::string& name, float v);
+  void set_string(const std::string& name, std::string v);
   bool has(const std::string& name) const { return map_.count(name) != 0; }
   const Attribute* find(const std::string& name) const;
   const std::map<std::string, Attribute>& all() const { return map_; }

@@ -216,13 +216,6 @@ Attribute tensor_attr(Tensor t) {
   return a;
 }
 
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-
 const char* suffix(DType t) { return t == DType::kFloat16 ? "_fp16" : "_bf16"; }
 
 // Matches "domain:op" (that domain; "" or "ai.onnx" for the default one) or "op" (any domain).
@@ -447,7 +440,7 @@ class Converter {
     c.op_type = "Cast";
     c.inputs = {from};
     c.outputs = {to};
-    c.attrs.set("to", int_attr(int64_t(dtype)));
+    c.attrs.set_int("to", int64_t(dtype));
     g_.nodes.push_back(std::move(c));
   }
 
@@ -538,9 +531,9 @@ class Converter {
       const std::string& op = n.op_type;
       if (op == "Cast") {
         if (!n.attrs.has("to")) return invalid_model("convert_float_precision: " + describe_node(n, int(i)) + ": attribute 'to' is missing");
-        if (attr_dtype(n, "to", kF32) == kF32) n.attrs.set("to", int_attr(int64_t(target_)));
+        if (attr_dtype(n, "to", kF32) == kF32) n.attrs.set_int("to", int64_t(target_));
       } else if (op == "EyeLike") {
-        if (attr_dtype(n, "dtype", DType::kUndefined) == kF32) n.attrs.set("dtype", int_attr(int64_t(target_)));
+        if (attr_dtype(n, "dtype", DType::kUndefined) == kF32) n.attrs.set_int("dtype", int64_t(target_));
       } else if (op == "ConstantOfShape") {
         const Tensor* t = n.attrs.get_tensor("value");
         if (!t) {

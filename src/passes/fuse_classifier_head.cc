@@ -30,20 +30,6 @@ namespace {
 
 constexpr int64_t kMaxLogits = 8;  // the CUDA kernel's widest second product (gemm_impl.h's kSkinnyMaxN)
 
-Attribute string_attr(std::string s) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = std::move(s);
-  return a;
-}
-
-Attribute float_attr(float f) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = f;
-  return a;
-}
-
 bool absent(const Node& n, size_t i) { return n.inputs.size() <= i || n.inputs[i] == kNoValue; }
 
 class HeadMatcher {
@@ -99,8 +85,8 @@ class HeadMatcher {
     fused.inputs = {norm.inputs[0], norm.inputs[1], input(norm, 2),  first.inputs[1],
                     input(first, 2), second.inputs[1], input(second, 2)};
     fused.outputs = second.outputs;
-    fused.attrs.set("epsilon", float_attr(norm.attrs.get_float("epsilon", 1e-5f)));
-    fused.attrs.set("activation", string_attr(act));
+    fused.attrs.set_float("epsilon", norm.attrs.get_float("epsilon", 1e-5f));
+    fused.attrs.set_string("activation", act);
     if (const Attribute* out = second.attrs.find("output_dtype")) fused.attrs.set("output_dtype", *out);
     removed_ = {f2, f1, ln};
     if (unary_ >= 0) removed_.push_back(unary_);

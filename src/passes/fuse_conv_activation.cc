@@ -35,18 +35,6 @@ Attribute floats_attr(std::vector<float> v) {
   a.floats = std::move(v);
   return a;
 }
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-Attribute string_attr(std::string s) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = std::move(s);
-  return a;
-}
 
 // The activation `n` computes as (name, params) for FusedConv, or false when it is not one
 // FusedConv can apply (Clip with non-constant or inverted bounds, an unknown op).
@@ -130,7 +118,7 @@ class FuseConvActivation : public Pass {
       Node& f = ed.node(i);
       if (!is_op(f, "FusedConv", "ingot") || f.outputs.size() != 1 || f.attrs.get_int("y_channels_last", 0)) continue;
       if (!readers_accept_channels_last(ed, f.outputs[0])) continue;
-      f.attrs.set("y_channels_last", int_attr(1));
+      f.attrs.set_int("y_channels_last", 1);
       changed += make_channels_last(ed, f.outputs[0]);
     }
     return changed;
@@ -178,12 +166,12 @@ class FuseConvActivation : public Pass {
     for (int c : ed.consumers(v)) {
       Node& n = ed.node(c);
       if (is_op(n, "FusedConv", "ingot")) {
-        if (n.inputs[0] == v) n.attrs.set("x_channels_last", int_attr(1));
-        if (n.inputs.size() > 3 && n.inputs[3] == v) n.attrs.set("z_channels_last", int_attr(1));
+        if (n.inputs[0] == v) n.attrs.set_int("x_channels_last", 1);
+        if (n.inputs.size() > 3 && n.inputs[3] == v) n.attrs.set_int("z_channels_last", 1);
       } else if (is_global_pool(n)) {
-        n.attrs.set("x_channels_last", int_attr(1));
+        n.attrs.set_int("x_channels_last", 1);
       } else {
-        n.attrs.set("channels_last", int_attr(1));
+        n.attrs.set_int("channels_last", 1);
         changed += make_channels_last(ed, n.outputs[0]);
       }
     }
@@ -238,7 +226,7 @@ class FuseConvActivation : public Pass {
     f.op_type = "FusedConv";
     f.domain = "ingot";
     f.attrs = conv.attrs;
-    f.attrs.set("activation", string_attr(act));
+    f.attrs.set_string("activation", act);
     f.attrs.set("activation_params", floats_attr(params));
     f.inputs = {conv.inputs[0], conv.inputs[1], conv.inputs.size() > 2 ? conv.inputs[2] : kNoValue};
     if (z != kNoValue) f.inputs.push_back(z);

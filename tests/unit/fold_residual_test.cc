@@ -48,29 +48,6 @@ std::pair<Model, int> optimized_for(Model m, const std::string& device, std::vec
   return {std::move(m), reports ? rewrites_of(*reports, "fold_residual_into_product") : -1};
 }
 
-// Outputs of m run on the CPU as it is (no further optimization).
-std::vector<NamedTensor> run_as_is(const Model& m, const std::map<std::string, Tensor>& feeds) {
-  EngineOptions o;
-  o.optimize = false;
-  auto e = Engine::from_model(m, o);
-  EXPECT_TRUE(e.has_value()) << e.status().message();
-  if (!e) return {};
-  auto out = (*e)->create_context()->run(feeds);
-  EXPECT_TRUE(out.has_value()) << out.status().message();
-  return out ? *out : std::vector<NamedTensor>{};
-}
-
-double max_diff(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double d = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    EXPECT_EQ(a[i].tensor.shape(), b[i].tensor.shape());
-    for (int64_t k = 0; k < a[i].tensor.numel() && k < b[i].tensor.numel(); ++k)
-      d = std::max(d, std::fabs(a[i].tensor.scalar_as_double(k) - b[i].tensor.scalar_as_double(k)));
-  }
-  return d;
-}
-
 // A feed-forward block with a residual: h = LayerNorm(act(X·W1 + b1)·W2 + b2 (+) X), the residual
 // Add's operands in either order; optionally the sum is a second output (a pre-LN block carries
 // it on) and the second product has a Relu.
@@ -100,7 +77,7 @@ void expect_folded(const Model& original, const std::map<std::string, Tensor>& f
   EXPECT_EQ(c.skip_ln, 0) << what;
   EXPECT_EQ(c.layer_norm, 1) << what;
   EXPECT_EQ(c.residual_products, 1) << what;
-  EXPECT_LE(max_diff(run_as_is(cuda, feeds), run_as_is(original, feeds)), 1e-5) << what;
+  EXPECT_LE(max_output_diff(run_as_is(cuda, feeds), run_as_is(original, feeds)), 1e-5) << what;
 
   auto [cpu, cpu_rewrites] = optimized_for(original, "cpu");
   EXPECT_EQ(cpu_rewrites, 0) << what;
@@ -174,7 +151,7 @@ TEST(FoldResidualIntoProduct, AttentionAddsTheQueryRowsOfAWholeSequenceResidual)
   auto whole = run_as_is(model(true), feeds), gathered = run_as_is(model(false), feeds);
   ASSERT_EQ(whole.size(), 1u);
   EXPECT_EQ(whole[0].tensor.shape(), (Shape{B, int64_t(rows.size()), M}));
-  EXPECT_LE(max_diff(whole, gathered), 1e-6);
+  EXPECT_LE(max_output_diff(whole, gathered), 1e-6);
 }
 
 // residual_rows takes "output" or "query" only, and with "query" the residual must be the whole
@@ -245,13 +222,8 @@ TEST(FoldResidualIntoProduct, TransformerFixtures) {
               if (!p.outputs.empty() && p.outputs[0] == v)
                 EXPECT_TRUE(p.op_type != "FusedMatMul" && p.op_type != "Attention") << what << ": " << p.name;
       auto outs = run_as_is(cuda, *inputs);
-      for (const auto& o : outs) {
-        const Tensor& want = reference->at(o.name);
-        double err = 0;
-        for (int64_t i = 0; i < want.numel(); ++i)
-          err = std::max(err, std::fabs(o.tensor.scalar_as_double(i) - want.scalar_as_double(i)));
-        EXPECT_LE(err, 1e-4) << what << " output " << o.name;
-      }
+      for (const auto& o : outs)
+        EXPECT_LE(max_abs_error(o.tensor, reference->at(o.name)), 1e-4) << what << " output " << o.name;
     }
   }
 }

@@ -2,7 +2,12 @@
 // shapes of its values at a test fixture's recorded inputs.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +39,38 @@ inline Expected<OptimizedFixture> optimized_fixture(const std::string& model, co
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
   INGOT_ASSIGN_OR_RETURN(auto metas, infer_with(engine->model(), shapes));
   return OptimizedFixture{std::move(engine), std::move(metas)};
+}
+
+// Outputs of m run on the CPU as it is (no further optimization), for comparing a rewritten
+// graph with the original.
+inline std::vector<NamedTensor> run_as_is(const Model& m, const std::map<std::string, Tensor>& feeds) {
+  EngineOptions o;
+  o.optimize = false;
+  auto e = Engine::from_model(m, o);
+  EXPECT_TRUE(e.has_value()) << e.status().message();
+  if (!e) return {};
+  auto out = (*e)->create_context()->run(feeds);
+  EXPECT_TRUE(out.has_value()) << out.status().message();
+  return out ? *out : std::vector<NamedTensor>{};
+}
+
+// The largest elementwise difference between two runs' outputs (same count and shapes expected).
+inline double max_output_diff(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    EXPECT_EQ(a[i].tensor.shape(), b[i].tensor.shape());
+    for (int64_t k = 0; k < a[i].tensor.numel() && k < b[i].tensor.numel(); ++k)
+      d = std::max(d, std::fabs(a[i].tensor.scalar_as_double(k) - b[i].tensor.scalar_as_double(k)));
+  }
+  return d;
+}
+
+// max |got - want| over want's elements (a fixture output against its reference.npz entry).
+inline double max_abs_error(const Tensor& got, const Tensor& want) {
+  double err = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) err = std::max(err, std::fabs(got.scalar_as_double(i) - want.scalar_as_double(i)));
+  return err;
 }
 
 }  // namespace ingot::testing
