@@ -237,7 +237,9 @@ TEST(CudaEngine, DeviceMemoryIsGivenBack) {
     }
     auto during = b->free_memory();
     ASSERT_TRUE(during.has_value());
-    if (before) EXPECT_LT(*during, *before) << "the engine and its contexts hold device memory";
+    if (before) {
+      EXPECT_LT(*during, *before) << "the engine and its contexts hold device memory";
+    }
   }
   auto after = b->free_memory();
   ASSERT_TRUE(after.has_value());
@@ -293,6 +295,25 @@ TEST(CudaEngine, ShapeOutsideTheProfileIsRefused) {
   auto r = (*e)->create_context()->run(bigger);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.status().message().find("outside the engine's optimization profiles"), std::string::npos);
+}
+
+// Prefetching the next steps' weights into L2 (cuda_l2_prefetch.h) is a hint: with it off the
+// fixtures' outputs are bit for bit the same, through the captured graph and eager launches.
+TEST(CudaEngine, L2PrefetchChangesNoOutput) {
+  INGOT_REQUIRE_GPU();
+  for (const Fixture& f : {bert(), Fixture{"distilbert", "torchscript"}}) {
+    auto inputs = npz(dir_of(f) / "inputs.npz");
+    for (bool graph : {true, false}) {
+      auto with = run_engine(model_of(f), inputs, "fp16", graph, 2);
+      ::setenv("INGOT_CUDA_L2_PREFETCH", "0", 1);
+      auto without = run_engine(model_of(f), inputs, "fp16", graph, 2);
+      ::unsetenv("INGOT_CUDA_L2_PREFETCH");
+      ASSERT_EQ(with.size(), without.size());
+      ASSERT_FALSE(with.empty());
+      for (size_t i = 0; i < with.size(); ++i)
+        expect_close(with[i].tensor, without[i].tensor, 0, 0, f.model + " " + with[i].name);
+    }
+  }
 }
 
 // INGOT_CUDA_SKIP_OPS (a timing aid): the named op types enqueue nothing, so their outputs are

@@ -65,6 +65,10 @@ class AttentionKernel : public CudaKernel {
     return {};
   }
 
+  // The core's kernel prefetches; the out-projection's weights come after it.
+  bool prefetches_l2() const override { return true; }
+  std::vector<int> late_inputs() const override { return {kWout, kBout}; }
+
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
     const Shape& x = in[kX].shape;
     const Shape& wqkv = in[kWqkv].shape;
@@ -124,6 +128,7 @@ class AttentionKernel : public CudaKernel {
     a.scale = attrs_.scale, a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
     a.sm_count = ctx.handles().sm_count;
     a.query_pos = query_pos.data(), a.query_count = int64_t(query_pos.size());
+    a.prefetch = ctx.l2_prefetch();
     if (!ctx.handles().skips("Attention.core"))
       INGOT_RETURN_IF_ERROR(cuda_status(launch_attention_core(a, ctx.stream()), "attention core"));
 

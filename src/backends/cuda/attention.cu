@@ -39,6 +39,7 @@
 
 #include "backends/cuda/attention_impl.h"
 #include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/mma_sync.cuh"
 
 namespace ingot::cuda {
@@ -65,6 +66,7 @@ struct CoreParams {
   // query_pos[i] (i itself when query_count is 0), written to context row b * out_rows + out_row0 + i.
   int rows, out_rows, out_row0, query_count;
   int query_pos[kAttentionQueryChunk];
+  L2Prefetch prefetch;  // the next steps' weights, requested once the kernel's own loads are out
 };
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
@@ -392,6 +394,7 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
     if (rounds > 1) load_round(1);
     cp_async_commit();  // possibly empty: every round waits for all groups but the newest
   }
+  issue_l2_prefetch(p.prefetch);
   // Waits until at most n (0..4) of the staged groups are in flight, then for every thread's.
   auto wait_staged = [](int n) {
     switch (n) {
@@ -677,6 +680,7 @@ __global__ void __launch_bounds__(kGenericRows * 32) generic_kernel(CoreParams p
   const int pos = position(min(row, p.rows - 1));  // this warp's query position
   const T* base = static_cast<const T*>(p.qkv) + int64_t(b) * S * p.ld;
 
+  issue_l2_prefetch(p.prefetch);
   int last_pos = 0;  // the CTA's rightmost query position (causal: no key beyond it is read)
   for (int r = 0; r < kGenericRows && q0 + r < p.rows; ++r) last_pos = max(last_pos, position(q0 + r));
   for (int i = int(threadIdx.x); i < kGenericRows * D; i += int(blockDim.x)) {
@@ -824,6 +828,7 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
                                 ? launch_flash<__half>(p, a.D, FlashVariant::kKeyMaskRows, 1, grid, stream)
                                 : launch_flash<__nv_bfloat16>(p, a.D, FlashVariant::kKeyMaskRows, 1, grid, stream);
       if (e != cudaSuccess) return e;
+      p.prefetch.count = 0;  // the first chunk's launch asked for them
       continue;
     }
     p.qblocks = (p.rows + kGenericRows - 1) / kGenericRows;
@@ -834,6 +839,7 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
     });
     if (!known) return cudaErrorInvalidValue;
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    p.prefetch.count = 0;
   }
   return cudaSuccess;
 }
@@ -852,6 +858,7 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
   p.mask_k = a.mask_k, p.scale = a.scale, p.filter = a.filter, p.scale_log2 = a.scale * kLog2e;
   p.fill = a.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN(), p.causal = a.causal;
   p.rows = p.out_rows = p.S, p.out_row0 = 0, p.query_count = 0;
+  p.prefetch = a.prefetch;
   const int64_t heads = a.B * a.H;
   if (a.query_count > 0) return launch_query_rows(a, p, heads, stream);
   auto blocks = [&](int64_t rows) { return heads * ((a.S + rows - 1) / rows); };

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/cuda_l2_prefetch.h"
 #include "ingot/dtype.h"
 
 namespace ingot::cuda {
@@ -33,6 +34,7 @@ struct AttentionCoreArgs {
   // rows of each batch; query_count 0: every position (Sq = S).
   const int64_t* query_pos = nullptr;
   int64_t query_count = 0;
+  L2Prefetch prefetch;  // weights the next steps read, requested by the core's kernel
 };
 
 // Enqueues the core on `stream`; D <= kAttentionMaxHeadDim, dtype float32/float16/bfloat16,

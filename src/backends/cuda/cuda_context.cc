@@ -33,6 +33,7 @@ struct CudaContext::Instance {
   struct Bound {
     std::vector<const Tensor*> in, host;
     std::vector<Tensor*> out;
+    L2Prefetch prefetch;  // the step's ShapePlan::Step::prefetch, as pointers
   };
   std::vector<Bound> bound;  // per step
   void* pinned = nullptr;    // staging for inputs, then outputs
@@ -160,6 +161,10 @@ Expected<CudaContext::Instance*> CudaContext::instance(const std::shared_ptr<con
       b.host.push_back(host);
     }
     for (ValueId v : n.outputs) b.out.push_back(v != kNoValue ? &inst->dev[size_t(v)] : nullptr);
+    for (const ByteRange& r : s.prefetch) {
+      b.prefetch.ptr[b.prefetch.count] = ex_.weights() + r.offset;
+      b.prefetch.bytes[b.prefetch.count++] = uint32_t(r.bytes);
+    }
     inst->bound.push_back(std::move(b));
   }
 
@@ -191,7 +196,7 @@ Status CudaContext::enqueue(Instance& inst) {
     if (s.on_device && handles_.skips(n.op_type)) continue;
     if (profiling_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[2 * i], handles_.stream));
     if (s.on_device) {
-      CudaComputeContext ctx(n, b.in, b.host, b.out, handles_, workspace_.get(), workspace_.bytes());
+      CudaComputeContext ctx(n, b.in, b.host, b.out, handles_, workspace_.get(), workspace_.bytes(), b.prefetch);
       INGOT_RETURN_IF_ERROR(ex_.kernels(s.node).cuda->compute(ctx).with_context(describe_node(n, s.node) + ": "));
       if (profiling_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[2 * i + 1], handles_.stream));
       continue;

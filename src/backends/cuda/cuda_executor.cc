@@ -48,6 +48,7 @@ Status CudaExecutor::load(const std::map<std::string, int64_t>& opsets) {
   cudaDeviceProp prop{};
   INGOT_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, 0));
   sm_count_ = prop.multiProcessorCount;
+  l2_bytes_ = prop.l2CacheSize;
 
   auto shapes = GraphExecutor::create(graph_, opsets, "cpu", /*prepare_constants=*/false);
   if (!shapes) return shapes.status();
@@ -299,7 +300,56 @@ Expected<std::shared_ptr<ShapePlan>> CudaExecutor::make_plan(const std::vector<D
   }
   INGOT_RETURN_IF_ERROR(place_values(*plan, read_on_device));
   INGOT_RETURN_IF_ERROR(upload_constants(*plan));
+  plan_prefetch(*plan);
   return plan;
+}
+
+// For each step whose kernel prefetches_l2(): the weights its node reads late, those of every
+// step after it up to the depth-th next such step, and that step's early ones
+// (cuda_l2_prefetch.h), at most half the L2 in all. Not where the steps up to there move more
+// activation bytes than a quarter of the L2: what they would find in L2 is worth more there
+// than the weights (BERT-base b32 on an H100: 15 us slower with it).
+void CudaExecutor::plan_prefetch(ShapePlan& plan) const {
+  const int depth = l2_prefetch_depth();
+  const int64_t budget = l2_bytes_ / 2;
+  if (budget <= 0 || depth <= 0) return;
+  auto prefetching = [&](const ShapePlan::Step& s) {
+    return s.on_device && !s.view && nodes_[size_t(s.node)].cuda->prefetches_l2();
+  };
+  // The step's weights (late or early ones) into `out`; its other values' bytes into `moved`.
+  auto add = [&](const ShapePlan::Step& s, std::vector<ByteRange>& out, bool late, int64_t& moved) {
+    const Node& n = graph_.nodes[size_t(s.node)];
+    const std::vector<int> late_inputs = nodes_[size_t(s.node)].cuda->late_inputs();
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const ValueId v = n.inputs[i];
+      if (v == kNoValue) continue;
+      const ValueHome& h = plan.homes[size_t(v)];
+      if (h.kind != ValueHome::Kind::kWeight) {
+        if (!late) moved += h.bytes;
+        continue;
+      }
+      if ((std::find(late_inputs.begin(), late_inputs.end(), int(i)) != late_inputs.end()) != late) continue;
+      out.push_back(ByteRange{h.offset, int64_t(graph_.initializers.at(v).nbytes())});
+    }
+    if (!late)
+      for (ValueId v : n.outputs)
+        if (v != kNoValue) moved += plan.homes[size_t(v)].bytes;
+  };
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (!prefetching(plan.steps[i])) continue;
+    std::vector<ByteRange> ranges;
+    int64_t moved = 0;
+    add(plan.steps[i], ranges, /*late=*/true, moved);
+    int seen = 0;
+    for (size_t j = i + 1; j < plan.steps.size() && seen < depth; ++j) {
+      const ShapePlan::Step& s = plan.steps[j];
+      if (!s.on_device || s.view) continue;
+      add(s, ranges, /*late=*/false, moved);
+      if (prefetching(s) && ++seen == depth) break;
+      add(s, ranges, /*late=*/true, moved);
+    }
+    if (moved <= l2_bytes_ / 4) plan.steps[i].prefetch = prefetch_ranges(std::move(ranges), budget);
+  }
 }
 
 // Gives every value a home (see ValueHome).

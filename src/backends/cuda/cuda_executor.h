@@ -55,6 +55,7 @@ struct ShapePlan {
     bool on_device = true;
     bool view = false;               // every output is a view of an input: nothing to launch
     std::string fallback_reason;     // why a CPU step is not on the GPU
+    std::vector<ByteRange> prefetch; // ranges of the weights buffer its kernel prefetches into L2
   };
   std::vector<Step> steps;           // in execution order, folded nodes left out
   bool device_only = true;           // every step on the GPU: capturable as one CUDA graph
@@ -103,6 +104,7 @@ class CudaExecutor final : public DeviceExecutor {
                                                  const std::string& key) const;
   Status place_values(ShapePlan& plan, const std::vector<bool>& read_on_device) const;
   Status upload_constants(ShapePlan& plan) const;
+  void plan_prefetch(ShapePlan& plan) const;
   Expected<const OpKernel*> cpu_kernel(int node) const;
   PlanInput plan_input(const std::vector<int64_t>& bytes, const std::vector<bool>* on_device) const;
 
@@ -117,6 +119,7 @@ class CudaExecutor final : public DeviceExecutor {
   std::optional<MemoryPlan> static_plan_;
   mutable std::map<int, FallbackOp> fallbacks_;  // by node index
   int sm_count_ = 0;
+  int64_t l2_bytes_ = 0;
   mutable std::mutex mu_;
   mutable std::map<std::string, std::shared_ptr<const ShapePlan>> plans_;
 };

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_l2_prefetch.h"
 #include "ingot/status.h"
 #include "ingot/tensor.h"
 #include "ir/graph.h"
@@ -100,9 +101,10 @@ class CudaPrepareContext {
 class CudaComputeContext {
  public:
   CudaComputeContext(const Node& node, std::vector<const Tensor*> inputs, std::vector<const Tensor*> host_values,
-                     std::vector<Tensor*> outputs, const CudaHandles& handles, void* workspace, size_t workspace_bytes)
+                     std::vector<Tensor*> outputs, const CudaHandles& handles, void* workspace, size_t workspace_bytes,
+                     L2Prefetch prefetch = {})
       : node_(node), inputs_(std::move(inputs)), host_values_(std::move(host_values)), outputs_(std::move(outputs)),
-        handles_(handles), workspace_(workspace), workspace_bytes_(workspace_bytes) {}
+        handles_(handles), workspace_(workspace), workspace_bytes_(workspace_bytes), prefetch_(prefetch) {}
 
   const Node& node() const { return node_; }
   int num_inputs() const { return int(inputs_.size()); }
@@ -118,6 +120,8 @@ class CudaComputeContext {
   const CudaHandles& handles() const { return handles_; }
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
+  // The next steps' weights, for a kernel that prefetches_l2() to hand to its device code.
+  const L2Prefetch& l2_prefetch() const { return prefetch_; }
 
  private:
   const Node& node_;
@@ -127,6 +131,7 @@ class CudaComputeContext {
   const CudaHandles& handles_;
   void* workspace_;
   size_t workspace_bytes_;
+  L2Prefetch prefetch_;
 };
 
 class CudaKernel {
@@ -144,6 +149,13 @@ class CudaKernel {
     return 0;
   }
   virtual Status compute(CudaComputeContext& ctx) const = 0;
+  // True: compute() passes ctx.l2_prefetch() to a kernel of its own (issue_l2_prefetch,
+  // l2_prefetch.cuh), and the plan gives it the weights of the steps up to the next such
+  // kernel (cuda_l2_prefetch.h). late_inputs: inputs this node reads only after that kernel
+  // (ingot.Attention's out-projection), prefetched with them; the next such node's other
+  // inputs are prefetched too, as it reads them before its own prefetch.
+  virtual bool prefetches_l2() const { return false; }
+  virtual std::vector<int> late_inputs() const { return {}; }
   // View ops (Reshape, Squeeze, Flatten...): output `output` is input i's buffer, reinterpreted
   // with the output's shape; the executor does the aliasing and never calls compute().
   virtual int output_aliases_input(int output) const { (void)output; return -1; }

@@ -13,6 +13,7 @@ constexpr int kGamma = 0, kBeta = 1, kFirstLookup = 2;
 
 class EmbedLayerNormKernel final : public CudaKernel {
  public:
+  bool prefetches_l2() const override { return true; }
   Status init(const Node& node, int) override {
     epsilon_ = node.attrs.get_float("epsilon", 1e-5f);
     x_terms_ = int(node.attrs.get_int("x_terms", 1));
@@ -78,6 +79,7 @@ class EmbedLayerNormKernel final : public CudaKernel {
     a.epsilon = epsilon_;
     a.y = y.raw();
     a.sum = ctx.has_output(1) ? ctx.output(1).raw() : nullptr;
+    a.prefetch = ctx.l2_prefetch();
     return cuda_status(launch_embed_layer_norm(y.dtype(), a, ctx.stream()), "EmbedLayerNorm launch");
   }
 

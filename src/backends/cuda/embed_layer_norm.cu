@@ -6,6 +6,7 @@
 //   embed_layer_norm_kernel   any row: s is written into Y and the statistics passes read it
 //                             back from L1/L2.
 // Either way s is rounded to the tables' dtype after every addition, as the unfused graph does.
+#include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/embed_layer_norm_impl.h"
 
@@ -58,6 +59,7 @@ template <class T> __device__ __forceinline__ const T* lookup_row(const EmbedArg
 
 template <class T>
 __global__ void embed_layer_norm_kernel(EmbedArgs a) {
+  issue_l2_prefetch(a.prefetch);
   const int lane = threadIdx.x & 31;
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
   for (int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); r < a.rows; r += warps) {
@@ -109,6 +111,7 @@ __device__ __forceinline__ void load_chunk_params(const EmbedArgs& a, int64_t k,
 // (an index known only at run time would put them in local memory and serialise the loads).
 template <class T, int C, bool kParamsFirst>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock) embed_ln_registers(const EmbedArgs a) {
+  issue_l2_prefetch(a.prefetch);
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (r >= a.rows) return;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/cuda_l2_prefetch.h"
 #include "ingot/dtype.h"
 
 namespace ingot::cuda {
@@ -26,6 +27,7 @@ struct EmbedArgs {
   float epsilon = 1e-5f;
   void* y = nullptr;
   void* sum = nullptr;  // optional
+  L2Prefetch prefetch;  // weights the next steps read, requested by the kernel
 };
 
 // One warp per row: gathers and sums the rows (rounding to the tables' dtype after every

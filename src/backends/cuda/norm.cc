@@ -56,6 +56,7 @@ int64_t row_period(const Shape& in, const Shape& out) {
 
 class LayerNormKernel : public CudaKernel {
  public:
+  bool prefetches_l2() const override { return true; }
   Status init(const Node& node, int) override {
     axis_ = node.attrs.get_int("axis", -1);
     epsilon_ = node.attrs.get_float("epsilon", 1e-5f);
@@ -139,6 +140,7 @@ class LayerNormKernel : public CudaKernel {
       }
       a.param_dtype = DType::kFloat32;
     }
+    a.prefetch = ctx.l2_prefetch();
     INGOT_CUDA_RETURN_IF_ERROR(launch_row_norm(a, ctx.stream()));
     return Status::ok();
   }
@@ -161,6 +163,7 @@ class LayerNormKernel : public CudaKernel {
 
 class SkipLayerNormKernel : public CudaKernel {
  public:
+  bool prefetches_l2() const override { return true; }
   Status init(const Node& node, int) override {
     epsilon_ = node.attrs.get_float("epsilon", 1e-5f);
     const int64_t axis = node.attrs.get_int("axis", -1);
@@ -236,6 +239,7 @@ class SkipLayerNormKernel : public CudaKernel {
       }
       a.param_dtype = DType::kFloat32;
     }
+    a.prefetch = ctx.l2_prefetch();
     INGOT_CUDA_RETURN_IF_ERROR(launch_row_norm(a, ctx.stream()));
     return Status::ok();
   }

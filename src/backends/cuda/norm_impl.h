@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/cuda_l2_prefetch.h"
 #include "ingot/dtype.h"
 
 namespace ingot::cuda {
@@ -33,6 +34,7 @@ struct RowNormLaunch {
   int64_t x_period = 0, skip_period = 0;
   float epsilon = 1e-5f;
   int sm_count = 0;  // multiprocessors, to size grid-stride grids (0: unknown)
+  L2Prefetch prefetch;  // weights the next steps read, requested by the kernel
 };
 cudaError_t launch_row_norm(const RowNormLaunch& a, cudaStream_t stream);
 

@@ -15,6 +15,7 @@
 // allow it; otherwise element by element.
 #include <algorithm>
 
+#include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/norm_impl.h"
 
@@ -81,6 +82,7 @@ __device__ __forceinline__ void load_params(const RowNormLaunch& a, int64_t k, f
 // registers they hold cost occupancy (see the top of the file).
 template <class T, class P, int V, int N, bool kSkip, bool kWarp, bool kParamsFirst = false>
 __global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) row_norm_cached(const RowNormLaunch a) {
+  issue_l2_prefetch(a.prefetch);
   const int tpr = kWarp ? 32 : int(blockDim.x);
   const int t = kWarp ? int(threadIdx.x & 31) : int(threadIdx.x);
   const int rows_per_block = kWarp ? int(blockDim.x >> 5) : 1;
@@ -146,6 +148,7 @@ __global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) r
 // squares, output); the row mostly stays in L2 between sweeps.
 template <class T, class P, int V, bool kSkip>
 __global__ void __launch_bounds__(kMaxBlockThreads) row_norm_long(const RowNormLaunch a) {
+  issue_l2_prefetch(a.prefetch);
   const int64_t nv = a.d / V;
   const float d = float(a.d);
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {

@@ -1,0 +1,57 @@
+// Weights of a plan's next steps, requested into L2 by a kernel of ingot's own that runs before
+// them (the attention core, the LayerNorms, the embedding).
+//
+// At batch 1 a transformer layer's products read their weights once, straight from HBM, and are
+// latency-bound on it: a graph of BERT-base's 48 batch-1 products took 254 us with each layer's
+// own weights and 215 us when they all shared one L2-resident layer (developer session 11). The
+// kernels between the products have no use for HBM, so each asks for the weights of the products
+// that follow it, up to the next such kernel, with cp.async.bulk.prefetch.L2 (fire and forget:
+// no result, no wait, nothing for the kernel to hold). Prefetching from a branch of the graph
+// instead broke the graph's single chain of kernels and cost more than it saved (session 14).
+//
+// H100, alternating A/B (bench/gpu_ab.sh INGOT_CUDA_L2_PREFETCH=0, developer session 17):
+// BERT-base b1 3-6 us and DistilBERT b1 1-3 us a run faster, far from the 40 us the products
+// lose to cold weights: a kernel between two products runs for 2-5 us, too short a head start.
+// Reaching two such kernels ahead was 3-10 us slower than one (the next product's weights then
+// share HBM with the one after), as was asking from every thread by 128-byte line (50-70 us).
+// Where the steps move many activation bytes (b32) prefetching is left out (plan_prefetch).
+//
+// INGOT_CUDA_L2_PREFETCH=N (when a plan is made): prefetch up to the N-th next such kernel
+// (default 1); 0 turns it off (an A/B switch).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ingot::cuda {
+
+// What one kernel launch prefetches: at most kMaxRanges byte ranges of device memory, each
+// 16-byte aligned and a multiple of 16 bytes long (cp.async.bulk's unit), shared out among the
+// launch's CTAs in order (issue_l2_prefetch, l2_prefetch.cuh). count 0: nothing.
+struct L2Prefetch {
+  static constexpr int kMaxRanges = 4;
+  const void* ptr[kMaxRanges] = {};
+  uint32_t bytes[kMaxRanges] = {};
+  int count = 0;
+};
+
+// Bytes [offset, offset + bytes) of one buffer.
+struct ByteRange {
+  int64_t offset = 0, bytes = 0;
+  bool operator==(const ByteRange& o) const { return offset == o.offset && bytes == o.bytes; }
+};
+
+// The ranges one launch prefetches, from the weight ranges of the steps that follow it (offsets
+// 16-byte aligned, as the weights buffer carves them): sorted by offset (the weights are laid
+// out in node order, so the first needed come first), merged where they overlap or touch, then
+// merged across the smallest gaps until at most L2Prefetch::kMaxRanges remain (a gap prefetched
+// costs a little bandwidth, never a wrong result), each rounded up to 16 bytes, and cut after
+// `budget` bytes in all. Empty ranges are dropped.
+std::vector<ByteRange> prefetch_ranges(std::vector<ByteRange> ranges, int64_t budget);
+
+// How many prefetching kernels ahead a plan's prefetch reaches: INGOT_CUDA_L2_PREFETCH (0 = off),
+// default kDefaultL2PrefetchDepth.
+constexpr int kDefaultL2PrefetchDepth = 1;
+int l2_prefetch_depth();
+
+}  // namespace ingot::cuda
