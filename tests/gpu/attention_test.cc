@@ -384,9 +384,9 @@ TEST(CudaAttention, HalfPrecisionOddHeadSize) {
   }
 }
 
-// query_rows: a classifier's one token (batch 32 and batch 1, 12 heads: one key warp or two per
-// CTA) and 22 positions (two launches of up to 16) in any order with repeats and negative indices,
-// under key masks (the flash kernel's query-rows instantiation in float16/bfloat16), per-score
+// query_rows: a classifier's one token (batch 32 and batch 1, 12 heads: the single-query kernel
+// in float16/bfloat16) and 22 positions (two launches of up to 16) in any order with repeats and
+// negative indices, under key masks (the flash kernel's query-rows instantiation), per-score
 // masks (the generic kernel) and causal, in every dtype.
 TEST(CudaAttention, QueryRows) {
   INGOT_REQUIRE_GPU();
@@ -413,6 +413,50 @@ TEST(CudaAttention, QueryRows) {
     run_case(d, dt, tol, tol, padding);
     d.mask_kind = "none", d.out_proj = false;
     run_case(d, dt, tol, tol);
+  }
+}
+
+// One query position per (batch, head) over at most 128 keys: the single-query kernel, head
+// sizes 32, 64 and 128, S short of and at 128, the position first, last or inside (causal then
+// hides the keys after it), key masks of every kind with padding, a batch whose only key is
+// masked (NaN, or 0 with nan_to_zero; a finite filter keeps the softmax defined), a NaN score,
+// no mask. S = 129 takes the flash kernel again.
+TEST(CudaAttention, SingleQueryRow) {
+  INGOT_REQUIRE_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    for (auto [E, H] : {std::pair<int64_t, int64_t>{96, 3}, {128, 2}, {256, 2}}) {
+      for (int64_t S : {37, 128, 129}) {
+        for (int64_t pos : {int64_t(0), S - 1, int64_t(9)}) {
+          Case c;
+          c.B = 3, c.S = S, c.E = E, c.H = H, c.M = 64, c.query_rows = {pos};
+          c.mask_kind = "bool", c.mask_shape = {3, 1, 1, S};
+          run_case(c, dt, tol, tol, padding);
+          c.causal = true, c.mask_kind = "add";
+          run_case(c, dt, tol, tol, padding);
+          c.causal = false, c.mask_kind = "none";
+          run_case(c, dt, tol, tol);
+        }
+      }
+    }
+    // Batch 1 keeps no key but key 0, which is masked too: an undefined row.
+    auto none_in_batch1 = [](int64_t idx, const Shape& s) { return batch_of(idx, s) != 1 && key_of(idx, s) % 4 != 2; };
+    for (bool nan_to_zero : {false, true}) {
+      Case c;
+      c.B = 3, c.S = 50, c.query_rows = {3}, c.mask_kind = "bool", c.mask_shape = {3, 1, 1, 50};
+      c.nan_to_zero = nan_to_zero;
+      run_case(c, dt, tol, tol, none_in_batch1);
+      c.mask_kind = "add";
+      run_case(c, dt, tol, tol, none_in_batch1);
+      run_case(c, dt, tol, tol, none_in_batch1, -65504.f);
+      c.mask_kind = "bool", c.int_mask = DType::kInt64, c.filter = -65504.f;
+      run_case(c, dt, tol, tol, none_in_batch1);
+      c.mask_kind = "add", c.int_mask = DType::kUndefined;  // batch 1's key 5 NaN: that row NaN (or 0)
+      c.filter = -std::numeric_limits<float>::infinity();
+      run_case(c, dt, tol, tol, [](int64_t idx, const Shape& s) { return !(batch_of(idx, s) == 1 && key_of(idx, s) == 5); },
+               nan);
+    }
   }
 }
 

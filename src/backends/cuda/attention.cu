@@ -15,6 +15,9 @@
 //                        the key-mask path; a separate instantiation keeps the 1-block code as lean).
 //                        kRows: the query rows are the given positions of query_rows (ingot.Attention's
 //                        classifier token, up to 16 a launch, key-mask path, one query warp).
+//   single_query_kernel<T, D>   one query row per (batch, head), S <= 128, D in {32, 64, 128}: a
+//                        classifier token's row in its last layer, latency-bound (all loads into
+//                        registers at once, one key per thread, shuffle reductions).
 //   generic_kernel<T>    any float dtype and D <= 128 (float32 engines, odd head sizes): one warp
 //                        per query row, one lane per key, plain fp32 FMAs. Correct, not fast.
 //                        Also the query-rows case in float32 and with per-score masks.
@@ -648,6 +651,120 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// One query row per (batch, head), S <= 128 keys (a classifier's token in its last layer):
+// single_query_kernel<T, D>, float16/bfloat16, D in {32, 64, 128}, key mask or none.
+//
+// At batch 1 this launch is 12 CTAs that do almost nothing, so its time is instruction latency;
+// the flash kRows instantiation spends it on a 16-row tile for one row, two tile copies and a
+// merge of its two key warps. Here a CTA of 128 threads issues every load it needs at once,
+// straight into registers: thread j the query row and key j's K row (the score), and the V
+// chunks it sums later. Scores: 64 FMAs in fp32, base 2 as the flash kernel; one block-wide max
+// (shuffles, then the four warps' maxima through shared memory), exponentials to shared memory;
+// then thread (chunk c, group g) sums exp(s_j) · V[j][8c..8c+8) over keys j ≡ g (mod G), the
+// G = 128 / (D/8) groups of a chunk being lanes of one warp, which reduces the sums (and the
+// row's exp sum alongside) by shuffles; group 0 writes the chunk's 16 bytes.
+// Semantics as the flash kernel: a NaN score or an all -inf row gives `fill` for the row.
+constexpr int kSingleQueryThreads = 128;
+
+template <class T> __device__ __forceinline__ float2 unpack2(uint32_t v);
+template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t v) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&v));
+}
+template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t v) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kSingleQueryThreads) single_query_kernel(CoreParams p) {
+  constexpr int kChunks = D / 8, kGroups = kSingleQueryThreads / kChunks, kPerGroup = kSingleQueryThreads / kGroups;
+  static_assert(kGroups <= 32 && 32 % kGroups == 0, "a chunk's groups are lanes of one warp");
+  __shared__ float e[kSingleQueryThreads];
+  __shared__ float wmax[kSingleQueryThreads / 32];
+  const int tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int bh = int(blockIdx.x), b = bh / p.H, h = bh - b * p.H, S = p.S, pos = p.query_pos[0];
+  const uint16_t* base = static_cast<const uint16_t*>(p.qkv) + int64_t(b) * S * p.ld;
+  // Phase 2's layout: chunk c of the output, keys g, g + G, ... (key g + G·i for i < kPerGroup).
+  const int group = lane % kGroups, chunk = warp * (32 / kGroups) + lane / kGroups;
+
+  // Every load first: mask element, Q, this thread's K row, its V chunks.
+  const bool valid = tid < S && !(p.causal && tid > pos);
+  const int64_t mbase = int64_t(b) * p.mask_b + int64_t(h) * p.mask_h;
+  uint2 mraw{0u, 0u};
+  if (valid && p.mask_type != kMaskNone) mraw = mask_raw(p, mbase + int64_t(tid) * p.mask_k);
+  uint4 q[kChunks], k[kChunks], v[kPerGroup];
+  const uint4* qrow = reinterpret_cast<const uint4*>(base + int64_t(pos) * p.ld + h * D);
+  const uint4* krow = reinterpret_cast<const uint4*>(base + int64_t(valid ? tid : 0) * p.ld + p.N + h * D);
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) q[c] = qrow[c], k[c] = krow[c];
+#pragma unroll
+  for (int i = 0; i < kPerGroup; ++i) {
+    const int key = group + kGroups * i;
+    v[i] = key < S ? *reinterpret_cast<const uint4*>(base + int64_t(key) * p.ld + 2 * p.N + h * D + chunk * 8)
+                   : make_uint4(0u, 0u, 0u, 0u);
+  }
+  issue_l2_prefetch(p.prefetch);
+
+  // The score of key tid, in base 2.
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const uint32_t* qw = reinterpret_cast<const uint32_t*>(&q[c]);
+    const uint32_t* kw = reinterpret_cast<const uint32_t*>(&k[c]);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const float2 a = unpack2<T>(qw[w]), bb = unpack2<T>(kw[w]);
+      acc[w] = fmaf(a.x, bb.x, fmaf(a.y, bb.y, acc[w]));
+    }
+  }
+  const float dot = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  const float score = valid ? dot * p.scale_log2 + mask_to_log2(mask_from_raw(p, mraw)) : neg_inf();
+
+  // Block max (fmaxf skips a NaN score; its exponential makes the sum NaN below).
+  float m = score;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) wmax[warp] = m;
+  __syncthreads();
+  m = wmax[0];
+#pragma unroll
+  for (int w = 1; w < kSingleQueryThreads / 32; ++w) m = fmaxf(m, wmax[w]);
+  // An all -inf row subtracts 0, so its exponentials are 0 rather than NaN (then `fill`).
+  const float m_use = m == neg_inf() ? 0.f : m;
+  e[tid] = fast_exp2(score - m_use);
+  __syncthreads();
+
+  float out[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < kPerGroup; ++i) {
+    const float w = e[group + kGroups * i];
+    sum += w;
+    const uint32_t* vw = reinterpret_cast<const uint32_t*>(&v[i]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 x = unpack2<T>(vw[j]);
+      out[2 * j] = fmaf(w, x.x, out[2 * j]);
+      out[2 * j + 1] = fmaf(w, x.y, out[2 * j + 1]);
+    }
+  }
+#pragma unroll
+  for (int o = kGroups / 2; o > 0; o >>= 1) {
+    sum += __shfl_xor_sync(0xffffffffu, sum, o);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) out[j] += __shfl_xor_sync(0xffffffffu, out[j], o);
+  }
+  if (group != 0) return;
+  const bool undefined = sum != sum || m == neg_inf();
+  const float inv = 1.f / sum;
+  uint4 r;
+  uint32_t* rw = reinterpret_cast<uint32_t*>(&r);
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    rw[j] = undefined ? pack2<T>(p.fill, p.fill) : pack2<T>(out[2 * j] * inv, out[2 * j + 1] * inv);
+  uint16_t* dst = static_cast<uint16_t*>(p.context) + (int64_t(b) * p.out_rows + p.out_row0) * p.N + h * D + chunk * 8;
+  *reinterpret_cast<uint4*>(dst) = r;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Generic kernel: kGenericRows warps per CTA, one query row per warp; keys in tiles of 32 (one
 // per lane) staged with V as float in shared memory. Lane j computes the score of key k0 + j;
 // the warp then folds the tile into its running max/sum and each lane accumulates the output
@@ -800,10 +917,24 @@ cudaError_t launch_flash(const CoreParams& p, int64_t D, FlashVariant v, int que
 
 bool flash_head_dim(int64_t D) { return D == 32 || D == 64 || D == 80 || D == 96 || D == 128; }
 
+cudaError_t launch_single_query(const CoreParams& p, DType dtype, int64_t D, unsigned grid, cudaStream_t stream) {
+  auto go = [&](auto t) {
+    using T = decltype(t);
+    switch (D) {
+      case 32: single_query_kernel<T, 32><<<grid, kSingleQueryThreads, 0, stream>>>(p); break;
+      case 64: single_query_kernel<T, 64><<<grid, kSingleQueryThreads, 0, stream>>>(p); break;
+      default: single_query_kernel<T, 128><<<grid, kSingleQueryThreads, 0, stream>>>(p); break;
+    }
+    return cudaGetLastError();
+  };
+  return dtype == DType::kFloat16 ? go(__half{}) : go(__nv_bfloat16{});
+}
+
 // query_rows: chunks of up to kAttentionQueryChunk positions, one launch each (a classifier's one
-// token is one launch of B·H CTAs): the flash kernel's kRows instantiation (one query warp, the
-// keys split over two warps when B·H leaves SMs idle) for float16/bfloat16 with a key mask or none,
-// else the generic kernel.
+// token is one launch of B·H CTAs). float16/bfloat16 with a key mask or none: one position and
+// S <= 128 (D 32, 64, 128) on single_query_kernel, else the flash kernel's kRows instantiation
+// (one query warp, the keys split over two warps when B·H leaves SMs idle); otherwise the generic
+// kernel.
 cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t heads, cudaStream_t stream) {
   if (a.query_count > INT_MAX || a.query_pos == nullptr) return cudaErrorInvalidValue;
   const bool flash = (a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16) && flash_head_dim(a.D) &&
@@ -821,6 +952,11 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
       const int64_t q = a.query_pos[c0 + i];
       if (q < 0 || q >= a.S) return cudaErrorInvalidValue;
       p.query_pos[i] = int(q);
+    }
+    if (flash && p.rows == 1 && a.S <= kSingleQueryThreads && (a.D == 32 || a.D == 64 || a.D == 128)) {
+      if (const cudaError_t e = launch_single_query(p, a.dtype, a.D, unsigned(heads), stream); e != cudaSuccess) return e;
+      p.prefetch.count = 0;
+      continue;
     }
     if (flash) {
       const dim3 grid{unsigned(heads), 1};
