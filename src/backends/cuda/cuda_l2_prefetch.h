@@ -12,7 +12,7 @@
 // H100, alternating A/B (bench/gpu_ab.sh INGOT_CUDA_L2_PREFETCH=0, developer session 17):
 // BERT-base b1 3-6 us and DistilBERT b1 1-3 us a run faster, far from the 40 us the products
 // lose to cold weights: a kernel between two products runs for 2-5 us, too short a head start.
-// Reaching two such kernels ahead was 3-10 us slower than one (the next product's weights then
+// Reaching two such kernels ahead was 3-11 us slower than one (the next product's weights then
 // share HBM with the one after), as was asking from every thread by 128-byte line (50-70 us).
 // Where the steps move many activation bytes (b32) prefetching is left out (plan_prefetch).
 //
