@@ -304,20 +304,23 @@ Expected<std::shared_ptr<ShapePlan>> CudaExecutor::make_plan(const std::vector<D
   return plan;
 }
 
-// For each step whose kernel prefetches_l2(): the weights its node reads late, those of every
-// step after it up to the depth-th next such step, and that step's early ones
-// (cuda_l2_prefetch.h), at most half the L2 in all. Not where the steps up to there move more
-// activation bytes than a quarter of the L2: what they would find in L2 is worth more there
-// than the weights (BERT-base b32 on an H100: 15 us slower with it).
+// For each step whose kernel prefetches_l2(): the weights of the next product, that is, those
+// its node reads late and those of the steps after it up to the first whose weights reach
+// kProductBytes or the next such kernel (whose early weights are included). Asking for more (the
+// product after it, the weights up to the second next such kernel) was slower: the next product
+// then shares HBM with the prefetch. Nothing where that is more than half the L2 (a product that
+// large streams at full bandwidth anyway, and the prefetch would evict what it reads), nor where
+// the steps up to there move more activation bytes than a quarter of the L2: what they would
+// find in L2 is worth more than the weights (BERT-base b32 on an H100: 15 us slower with it).
 void CudaExecutor::plan_prefetch(ShapePlan& plan) const {
-  const int depth = l2_prefetch_depth();
-  const int64_t budget = l2_bytes_ / 2;
-  if (budget <= 0 || depth <= 0) return;
+  constexpr int64_t kProductBytes = int64_t(256) << 10;
+  if (!l2_prefetch_enabled() || l2_bytes_ <= 0) return;
   auto prefetching = [&](const ShapePlan::Step& s) {
     return s.on_device && !s.view && nodes_[size_t(s.node)].cuda->prefetches_l2();
   };
-  // The step's weights (late or early ones) into `out`; its other values' bytes into `moved`.
-  auto add = [&](const ShapePlan::Step& s, std::vector<ByteRange>& out, bool late, int64_t& moved) {
+  // The step's weights (late or early ones) into `out`, their bytes into `bytes`; its other
+  // values' bytes into `moved`.
+  auto add = [&](const ShapePlan::Step& s, bool late, std::vector<ByteRange>& out, int64_t& bytes, int64_t& moved) {
     const Node& n = graph_.nodes[size_t(s.node)];
     const std::vector<int> late_inputs = nodes_[size_t(s.node)].cuda->late_inputs();
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -330,6 +333,7 @@ void CudaExecutor::plan_prefetch(ShapePlan& plan) const {
       }
       if ((std::find(late_inputs.begin(), late_inputs.end(), int(i)) != late_inputs.end()) != late) continue;
       out.push_back(ByteRange{h.offset, int64_t(graph_.initializers.at(v).nbytes())});
+      bytes += out.back().bytes;
     }
     if (!late)
       for (ValueId v : n.outputs)
@@ -338,17 +342,16 @@ void CudaExecutor::plan_prefetch(ShapePlan& plan) const {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (!prefetching(plan.steps[i])) continue;
     std::vector<ByteRange> ranges;
-    int64_t moved = 0;
-    add(plan.steps[i], ranges, /*late=*/true, moved);
-    int seen = 0;
-    for (size_t j = i + 1; j < plan.steps.size() && seen < depth; ++j) {
+    int64_t bytes = 0, moved = 0;
+    add(plan.steps[i], /*late=*/true, ranges, bytes, moved);
+    for (size_t j = i + 1; j < plan.steps.size() && bytes < kProductBytes; ++j) {
       const ShapePlan::Step& s = plan.steps[j];
       if (!s.on_device || s.view) continue;
-      add(s, ranges, /*late=*/false, moved);
-      if (prefetching(s) && ++seen == depth) break;
-      add(s, ranges, /*late=*/true, moved);
+      add(s, /*late=*/false, ranges, bytes, moved);
+      if (prefetching(s) || bytes >= kProductBytes) break;
+      add(s, /*late=*/true, ranges, bytes, moved);
     }
-    if (moved <= l2_bytes_ / 4) plan.steps[i].prefetch = prefetch_ranges(std::move(ranges), budget);
+    if (bytes <= l2_bytes_ / 2 && moved <= l2_bytes_ / 4) plan.steps[i].prefetch = prefetch_ranges(std::move(ranges), bytes);
   }
 }
 

@@ -41,10 +41,9 @@ std::vector<ByteRange> prefetch_ranges(std::vector<ByteRange> ranges, int64_t bu
   return out;
 }
 
-int l2_prefetch_depth() {
+bool l2_prefetch_enabled() {
   const char* e = std::getenv("INGOT_CUDA_L2_PREFETCH");
-  if (!e || !*e) return kDefaultL2PrefetchDepth;
-  return std::clamp(std::atoi(e), 0, 8);
+  return !e || std::strcmp(e, "0") != 0;
 }
 
 }  // namespace ingot::cuda

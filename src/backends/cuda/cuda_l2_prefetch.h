@@ -4,20 +4,20 @@
 // At batch 1 a transformer layer's products read their weights once, straight from HBM, and are
 // latency-bound on it: a graph of BERT-base's 48 batch-1 products took 254 us with each layer's
 // own weights and 215 us when they all shared one L2-resident layer (developer session 11). The
-// kernels between the products have no use for HBM, so each asks for the weights of the products
-// that follow it, up to the next such kernel, with cp.async.bulk.prefetch.L2 (fire and forget:
-// no result, no wait, nothing for the kernel to hold). Prefetching from a branch of the graph
+// kernels between the products have no use for HBM, so each asks for the weights of the next
+// product (CudaExecutor::plan_prefetch) with cp.async.bulk.prefetch.L2 (fire and forget: no
+// result, no wait, nothing for the kernel to hold). Prefetching from a branch of the graph
 // instead broke the graph's single chain of kernels and cost more than it saved (session 14).
 //
 // H100, alternating A/B (bench/gpu_ab.sh INGOT_CUDA_L2_PREFETCH=0, developer session 17):
 // BERT-base b1 3-6 us and DistilBERT b1 1-3 us a run faster, far from the 40 us the products
 // lose to cold weights: a kernel between two products runs for 2-5 us, too short a head start.
-// Reaching two such kernels ahead was 3-11 us slower than one (the next product's weights then
-// share HBM with the one after), as was asking from every thread by 128-byte line (50-70 us).
-// Where the steps move many activation bytes (b32) prefetching is left out (plan_prefetch).
+// Asking for more was slower: the weights up to the second next such kernel by 3-11 us (the next
+// product then shares HBM with the prefetch), the product after the next by 1-2 us; so was
+// asking from every thread by 128-byte line (50-70 us). Where the steps move many activation
+// bytes (b32) prefetching is left out.
 //
-// INGOT_CUDA_L2_PREFETCH=N (when a plan is made): prefetch up to the N-th next such kernel
-// (default 1); 0 turns it off (an A/B switch).
+// INGOT_CUDA_L2_PREFETCH=0 (when a plan is made) turns it off: an A/B switch.
 #pragma once
 
 #include <cstdint>
@@ -49,9 +49,7 @@ struct ByteRange {
 // `budget` bytes in all. Empty ranges are dropped.
 std::vector<ByteRange> prefetch_ranges(std::vector<ByteRange> ranges, int64_t budget);
 
-// How many prefetching kernels ahead a plan's prefetch reaches: INGOT_CUDA_L2_PREFETCH (0 = off),
-// default kDefaultL2PrefetchDepth.
-constexpr int kDefaultL2PrefetchDepth = 1;
-int l2_prefetch_depth();
+// Whether plans prefetch: INGOT_CUDA_L2_PREFETCH unset or not "0".
+bool l2_prefetch_enabled();
 
 }  // namespace ingot::cuda
