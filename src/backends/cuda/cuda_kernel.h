@@ -150,10 +150,10 @@ class CudaKernel {
   }
   virtual Status compute(CudaComputeContext& ctx) const = 0;
   // True: compute() passes ctx.l2_prefetch() to a kernel of its own (issue_l2_prefetch,
-  // l2_prefetch.cuh), and the plan gives it the weights of the steps up to the next such
-  // kernel (cuda_l2_prefetch.h). late_inputs: inputs this node reads only after that kernel
-  // (ingot.Attention's out-projection), prefetched with them; the next such node's other
-  // inputs are prefetched too, as it reads them before its own prefetch.
+  // l2_prefetch.cuh), and the plan gives it the next product's weights (cuda_l2_prefetch.h,
+  // CudaExecutor::plan_prefetch). late_inputs: inputs this node reads only after that kernel
+  // (ingot.Attention's out-projection), which are that product when present; a later such
+  // node's other inputs count as read before its own prefetch.
   virtual bool prefetches_l2() const { return false; }
   virtual std::vector<int> late_inputs() const { return {}; }
   // View ops (Reshape, Squeeze, Flatten...): output `output` is input i's buffer, reinterpreted
