@@ -8,12 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 
 #include "../ops/graph_builder.h"
 #include "../ops/op_test_util.h"
-#include "io/npy.h"
-#include "onnx_import/import.h"
 #include "pass_test_util.h"
 
 namespace ingot {
@@ -190,18 +187,12 @@ TEST(FoldResidualIntoProduct, ResidualRowsErrorsNameTheAttributeOrTheInput) {
 // rewritten graph still matches PyTorch's outputs when its products and LayerNorms run on the
 // CPU.
 TEST(FoldResidualIntoProduct, TransformerFixtures) {
-  namespace fs = std::filesystem;
   for (const char* model : {"bert", "distilbert", "roberta", "gpt2"}) {
     for (const char* ex : {"torchscript", "dynamo"}) {
       const std::string what = std::string(model) + "/" + ex;
-      const fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
-      auto inputs = read_npz((dir / "inputs.npz").string());
-      auto reference = read_npz((dir / "reference.npz").string());
-      auto loaded = load_onnx((dir / (std::string("model.") + ex + ".onnx")).string());
-      ASSERT_TRUE(inputs && reference && loaded) << what;
-      ShapeBinding shapes;
-      for (const auto& [name, t] : *inputs) shapes[name] = t.shape();
-      auto [cuda, rewrites] = optimized_for(std::move(*loaded), "cuda", {shapes});
+      auto f = load_fixture_files(model, ex);
+      ASSERT_TRUE(f.has_value()) << what << ": " << f.status().message();
+      auto [cuda, rewrites] = optimized_for(std::move(f->model), "cuda", {f->shapes});
       // Two layers of two residual adds each; what stays a SkipLayerNorm is the embeddings' sum.
       EXPECT_EQ(rewrites, 4) << what;
       EXPECT_EQ(count(cuda).residual_products, 4) << what;
@@ -212,18 +203,21 @@ TEST(FoldResidualIntoProduct, TransformerFixtures) {
         if (n.op_type != "Attention" || n.inputs.size() < 7 || n.inputs[6] == kNoValue) continue;
         whole_sequence += n.attrs.get_string("residual_rows", "output") == "query";
         for (const Node& p : cuda.graph.nodes)
-          if (!p.outputs.empty() && p.outputs[0] == n.inputs[6]) EXPECT_NE(p.op_type, "Gather") << what;
+          if (!p.outputs.empty() && p.outputs[0] == n.inputs[6]) {
+            EXPECT_NE(p.op_type, "Gather") << what;
+          }
       }
       EXPECT_EQ(whole_sequence, std::string(model) == "gpt2" ? 0 : 1) << what;
       for (const Node& n : cuda.graph.nodes)
         if (n.op_type == "SkipLayerNorm")
           for (ValueId v : n.inputs)
             for (const Node& p : cuda.graph.nodes)
-              if (!p.outputs.empty() && p.outputs[0] == v)
+              if (!p.outputs.empty() && p.outputs[0] == v) {
                 EXPECT_TRUE(p.op_type != "FusedMatMul" && p.op_type != "Attention") << what << ": " << p.name;
-      auto outs = run_as_is(cuda, *inputs);
+              }
+      auto outs = run_as_is(cuda, f->inputs);
       for (const auto& o : outs)
-        EXPECT_LE(max_abs_error(o.tensor, reference->at(o.name)), 1e-4) << what << " output " << o.name;
+        EXPECT_LE(max_abs_error(o.tensor, f->reference.at(o.name)), 1e-4) << what << " output " << o.name;
     }
   }
 }

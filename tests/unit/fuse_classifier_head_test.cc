@@ -8,12 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 
 #include "../ops/graph_builder.h"
 #include "../ops/op_test_util.h"
-#include "io/npy.h"
-#include "onnx_import/import.h"
 #include "pass_test_util.h"
 
 namespace ingot {
@@ -154,27 +151,22 @@ TEST(FuseClassifierHead, KernelChecksItsInputsAndAttributes) {
 // The sequence classifiers of both exporters: the head after the last layer is one
 // ClassifierHead for CUDA, and the rewritten graph still matches PyTorch's logits on the CPU.
 TEST(FuseClassifierHead, SequenceClassifierFixtures) {
-  namespace fs = std::filesystem;
   for (const char* model : {"bert", "distilbert", "roberta"}) {
     for (const char* ex : {"torchscript", "dynamo"}) {
       const std::string what = std::string(model) + "/" + ex;
-      const fs::path dir = fs::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
-      auto inputs = read_npz((dir / "inputs.npz").string());
-      auto reference = read_npz((dir / "reference.npz").string());
-      auto loaded = load_onnx((dir / (std::string("model.") + ex + ".onnx")).string());
-      ASSERT_TRUE(inputs && reference && loaded) << what;
-      ShapeBinding shapes;
-      for (const auto& [name, t] : *inputs) shapes[name] = t.shape();
-      auto [cuda, rewrites] = optimized_for(std::move(*loaded), "cuda", {shapes});
+      auto f = load_fixture_files(model, ex);
+      ASSERT_TRUE(f.has_value()) << what << ": " << f.status().message();
+      auto [cuda, rewrites] = optimized_for(std::move(f->model), "cuda", {f->shapes});
       EXPECT_EQ(rewrites, 1) << what;
       EXPECT_EQ(heads(cuda), 1) << what;
       for (const Node& n : cuda.graph.nodes)
-        if (n.op_type == "ClassifierHead")
+        if (n.op_type == "ClassifierHead") {
           EXPECT_EQ(n.attrs.get_string("activation", "?"), std::string(model) == "distilbert" ? "Relu" : "Tanh") << what;
-      auto outs = run_as_is(cuda, *inputs);
+        }
+      auto outs = run_as_is(cuda, f->inputs);
       ASSERT_FALSE(outs.empty()) << what;
       for (const auto& o : outs)
-        EXPECT_LE(max_abs_error(o.tensor, reference->at(o.name)), 1e-4) << what << " output " << o.name;
+        EXPECT_LE(max_abs_error(o.tensor, f->reference.at(o.name)), 1e-4) << what << " output " << o.name;
     }
   }
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/npy.h"
+#include "onnx_import/import.h"
 #include "passes/pass.h"
 #include "runtime/engine.h"
 
@@ -39,6 +40,24 @@ inline Expected<OptimizedFixture> optimized_fixture(const std::string& model, co
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
   INGOT_ASSIGN_OR_RETURN(auto metas, infer_with(engine->model(), shapes));
   return OptimizedFixture{std::move(engine), std::move(metas)};
+}
+
+// A model fixture as it is on disk: tests/models/MODEL/model.EXPORTER.onnx loaded (no pass run),
+// its recorded inputs and PyTorch's reference outputs, and the inputs' shapes.
+struct FixtureFiles {
+  Model model;
+  std::map<std::string, Tensor> inputs, reference;
+  ShapeBinding shapes;
+};
+
+inline Expected<FixtureFiles> load_fixture_files(const std::string& model, const std::string& exporter) {
+  const std::filesystem::path dir = std::filesystem::path(INGOT_SOURCE_DIR) / "tests" / "models" / model;
+  FixtureFiles f;
+  INGOT_ASSIGN_OR_RETURN(f.model, load_onnx((dir / ("model." + exporter + ".onnx")).string()));
+  INGOT_ASSIGN_OR_RETURN(f.inputs, read_npz((dir / "inputs.npz").string()));
+  INGOT_ASSIGN_OR_RETURN(f.reference, read_npz((dir / "reference.npz").string()));
+  for (const auto& [name, t] : f.inputs) f.shapes[name] = t.shape();
+  return f;
 }
 
 // Outputs of m run on the CPU as it is (no further optimization), for comparing a rewritten

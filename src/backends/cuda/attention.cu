@@ -666,14 +666,6 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
 // Semantics as the flash kernel: a NaN score or an all -inf row gives `fill` for the row.
 constexpr int kSingleQueryThreads = 128;
 
-template <class T> __device__ __forceinline__ float2 unpack2(uint32_t v);
-template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t v) {
-  return __half22float2(*reinterpret_cast<const __half2*>(&v));
-}
-template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t v) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
-}
-
 template <class T, int D>
 __global__ void __launch_bounds__(kSingleQueryThreads) single_query_kernel(CoreParams p) {
   constexpr int kChunks = D / 8, kGroups = kSingleQueryThreads / kChunks, kPerGroup = kSingleQueryThreads / kGroups;
@@ -708,13 +700,12 @@ __global__ void __launch_bounds__(kSingleQueryThreads) single_query_kernel(CoreP
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
-    const uint32_t* qw = reinterpret_cast<const uint32_t*>(&q[c]);
-    const uint32_t* kw = reinterpret_cast<const uint32_t*>(&k[c]);
+    const Pack<T, 8>& qv = reinterpret_cast<const Pack<T, 8>&>(q[c]);
+    const Pack<T, 8>& kv = reinterpret_cast<const Pack<T, 8>&>(k[c]);
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const float2 a = unpack2<T>(qw[w]), bb = unpack2<T>(kw[w]);
-      acc[w] = fmaf(a.x, bb.x, fmaf(a.y, bb.y, acc[w]));
-    }
+    for (int w = 0; w < 4; ++w)
+      acc[w] = fmaf(to_float(qv.v[2 * w]), to_float(kv.v[2 * w]),
+                    fmaf(to_float(qv.v[2 * w + 1]), to_float(kv.v[2 * w + 1]), acc[w]));
   }
   const float dot = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   const float score = valid ? dot * p.scale_log2 + mask_to_log2(mask_from_raw(p, mraw)) : neg_inf();
@@ -738,13 +729,9 @@ __global__ void __launch_bounds__(kSingleQueryThreads) single_query_kernel(CoreP
   for (int i = 0; i < kPerGroup; ++i) {
     const float w = e[group + kGroups * i];
     sum += w;
-    const uint32_t* vw = reinterpret_cast<const uint32_t*>(&v[i]);
+    const Pack<T, 8>& vv = reinterpret_cast<const Pack<T, 8>&>(v[i]);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float2 x = unpack2<T>(vw[j]);
-      out[2 * j] = fmaf(w, x.x, out[2 * j]);
-      out[2 * j + 1] = fmaf(w, x.y, out[2 * j + 1]);
-    }
+    for (int j = 0; j < 8; ++j) out[j] = fmaf(w, to_float(vv.v[j]), out[j]);
   }
 #pragma unroll
   for (int o = kGroups / 2; o > 0; o >>= 1) {
