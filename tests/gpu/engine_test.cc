@@ -316,6 +316,27 @@ TEST(CudaEngine, L2PrefetchChangesNoOutput) {
   }
 }
 
+// Programmatic dependent launch (cuda_dependent_launch.h) lets a kernel start before the one
+// before it has ended; each waits before touching activations, so the outputs are bit for bit
+// those of ordinary launches, in a graph and without one, run after run.
+TEST(CudaEngine, DependentLaunchChangesNoOutput) {
+  INGOT_REQUIRE_GPU();
+  for (const Fixture& f : {bert(), Fixture{"distilbert", "torchscript"}, Fixture{"gpt2", "torchscript"},
+                           Fixture{"resnet18", "torchscript"}}) {
+    auto inputs = npz(dir_of(f) / "inputs.npz");
+    for (bool graph : {true, false}) {
+      auto ordinary = run_engine(model_of(f), inputs, "fp16", graph, 2);
+      ::setenv("INGOT_CUDA_PDL", "1", 1);
+      auto dependent = run_engine(model_of(f), inputs, "fp16", graph, 3);
+      ::unsetenv("INGOT_CUDA_PDL");
+      ASSERT_EQ(dependent.size(), ordinary.size());
+      ASSERT_FALSE(dependent.empty());
+      for (size_t i = 0; i < dependent.size(); ++i)
+        expect_close(dependent[i].tensor, ordinary[i].tensor, 0, 0, f.model + " " + dependent[i].name);
+    }
+  }
+}
+
 // INGOT_CUDA_SKIP_OPS (a timing aid): the named op types enqueue nothing, so their outputs are
 // left unwritten; without it the same model matches the CPU.
 TEST(CudaEngine, SkipOpsLeavesThoseKernelsOut) {

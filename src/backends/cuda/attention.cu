@@ -42,6 +42,7 @@
 
 #include "backends/cuda/attention_impl.h"
 #include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/mma_sync.cuh"
 
@@ -330,6 +331,8 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   const int blocks = QB == 1 ? 1 : min(QB, (S - first_q0 + rows_per_cta - 1) / rows_per_cta);
   const uint16_t* base = static_cast<const uint16_t*>(p.qkv) + int64_t(b) * S * p.ld;
   const int qcol = h * D, kcol = p.N + h * D, vcol = 2 * p.N + h * D;
+  wait_prior_grids();
+  allow_dependent_grids();
 
   // kRows: the rightmost query position (under causal no key beyond it is read).
   int last_pos = 0;
@@ -673,6 +676,8 @@ __global__ void __launch_bounds__(kSingleQueryThreads) single_query_kernel(CoreP
   __shared__ float e[kSingleQueryThreads];
   __shared__ float wmax[kSingleQueryThreads / 32];
   const int tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  wait_prior_grids();
+  allow_dependent_grids();
   const int bh = int(blockIdx.x), b = bh / p.H, h = bh - b * p.H, S = p.S, pos = p.query_pos[0];
   const uint16_t* base = static_cast<const uint16_t*>(p.qkv) + int64_t(b) * S * p.ld;
   // Phase 2's layout: chunk c of the output, keys g, g + G, ... (key g + G·i for i < kPerGroup).
@@ -776,6 +781,8 @@ __global__ void __launch_bounds__(kGenericRows * 32) generic_kernel(CoreParams p
   __shared__ float ks[32][kMaxD + 1];  // +1: lane j reads row j, so the 32 lanes hit 32 banks
   __shared__ float vs[32][kMaxD];
 
+  wait_prior_grids();
+  allow_dependent_grids();
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, D = p.D, S = p.S;
   const int qb = int(blockIdx.x % unsigned(p.qblocks));
   const int bh = int(blockIdx.x / unsigned(p.qblocks)), h = bh % p.H, b = bh / p.H;
@@ -872,8 +879,8 @@ cudaError_t launch_flash_d(const CoreParams& p, int query_warps, dim3 grid, cuda
   if (raised != cudaSuccess) return raised;
   const int staged = kKeyMask ? (p.S + kKeyTile - 1) / kKeyTile * kKeyTile : 0;
   const size_t smem = flash_smem_bytes(D, query_warps * kQB, p.key_splits, staged);
-  flash_kernel<T, D, kKeyMask, kQB, kRows><<<grid, unsigned(32 * query_warps * p.key_splits), smem, stream>>>(p);
-  return cudaGetLastError();
+  return launch_dependent(flash_kernel<T, D, kKeyMask, kQB, kRows>, grid, unsigned(32 * query_warps * p.key_splits),
+                          smem, stream, p);
 }
 
 // Which flash_kernel instantiation a launch takes.
@@ -908,11 +915,10 @@ cudaError_t launch_single_query(const CoreParams& p, DType dtype, int64_t D, uns
   auto go = [&](auto t) {
     using T = decltype(t);
     switch (D) {
-      case 32: single_query_kernel<T, 32><<<grid, kSingleQueryThreads, 0, stream>>>(p); break;
-      case 64: single_query_kernel<T, 64><<<grid, kSingleQueryThreads, 0, stream>>>(p); break;
-      default: single_query_kernel<T, 128><<<grid, kSingleQueryThreads, 0, stream>>>(p); break;
+      case 32: return launch_dependent(single_query_kernel<T, 32>, grid, kSingleQueryThreads, 0, stream, p);
+      case 64: return launch_dependent(single_query_kernel<T, 64>, grid, kSingleQueryThreads, 0, stream, p);
+      default: return launch_dependent(single_query_kernel<T, 128>, grid, kSingleQueryThreads, 0, stream, p);
     }
-    return cudaGetLastError();
   };
   return dtype == DType::kFloat16 ? go(__half{}) : go(__nv_bfloat16{});
 }
@@ -957,11 +963,11 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
     p.qblocks = (p.rows + kGenericRows - 1) / kGenericRows;
     if (heads * p.qblocks > INT_MAX) return cudaErrorInvalidConfiguration;
     const unsigned grid = unsigned(heads * p.qblocks);
-    bool known = dispatch_device_float(a.dtype, [&](auto t) {
-      generic_kernel<decltype(t)><<<grid, kGenericRows * 32, 0, stream>>>(p);
+    cudaError_t e = cudaErrorInvalidValue;
+    dispatch_device_float(a.dtype, [&](auto t) {
+      e = launch_dependent(generic_kernel<decltype(t)>, grid, kGenericRows * 32, 0, stream, p);
     });
-    if (!known) return cudaErrorInvalidValue;
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    if (e != cudaSuccess) return e;
     p.prefetch.count = 0;
   }
   return cudaSuccess;
@@ -1013,10 +1019,11 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
   if (blocks(kGenericRows) > INT_MAX) return cudaErrorInvalidConfiguration;
   p.qblocks = int((a.S + kGenericRows - 1) / kGenericRows);
   const unsigned grid = unsigned(blocks(kGenericRows));
-  bool known = dispatch_device_float(a.dtype, [&](auto t) {
-    generic_kernel<decltype(t)><<<grid, kGenericRows * 32, 0, stream>>>(p);
+  cudaError_t e = cudaErrorInvalidValue;
+  dispatch_device_float(a.dtype, [&](auto t) {
+    e = launch_dependent(generic_kernel<decltype(t)>, grid, kGenericRows * 32, 0, stream, p);
   });
-  return known ? cudaGetLastError() : cudaErrorInvalidValue;
+  return e;
 }
 
 }  // namespace ingot::cuda

@@ -24,6 +24,7 @@
 
 #include "backends/cuda/classifier_head_impl.h"
 #include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/pointwise_activation.cuh"
 
 namespace ingot::cuda {
@@ -138,20 +139,17 @@ __global__ void __launch_bounds__(kThreads) classifier_head_kernel(HeadParams p)
   load_w(0);
   // The rest into registers, every load independent of the others (one trip to memory): thread
   // t holds elements t, t + 256, ... of each row of X, of gamma and of beta; element t of the
-  // slice's b1, of its rows of W2 and of b2. Past the ends (and rows past p.rows): zero.
+  // slice's b1, of its rows of W2 and of b2. Past the ends (and rows past p.rows): zero. The
+  // parameters load before the wait for the kernel before (cuda_dependent_launch.h), X after.
   float xv[R][kRowVals], gv[kRowVals], bv[kRowVals];
   {
-    const T* x = static_cast<const T*>(p.x);
     const T* gg = static_cast<const T*>(p.gamma);
     const T* bg = static_cast<const T*>(p.beta);
 #pragma unroll
     for (int i = 0; i < kRowVals; ++i) {
       const int k = t + i * kThreads;
-      const bool in = k < K;
-      gv[i] = in ? to_float(gg[k]) : 0.f;
-      bv[i] = in && bg ? to_float(bg[k]) : 0.f;
-#pragma unroll
-      for (int r = 0; r < R; ++r) xv[r][i] = in && r < p.rows ? to_float(x[size_t(r) * K + k]) : 0.f;
+      gv[i] = k < K ? to_float(gg[k]) : 0.f;
+      bv[i] = k < K && bg ? to_float(bg[k]) : 0.f;
     }
   }
   float b1v = 0.f, b2v = 0.f, w2v[kW2Vals];
@@ -165,6 +163,17 @@ __global__ void __launch_bounds__(kThreads) classifier_head_kernel(HeadParams p)
     for (int j = 0; j < kW2Vals; ++j) {
       const int i = t + j * kThreads;
       w2v[j] = i < cpc * N2 && col0 + i / N2 < N1 ? to_float(w2g[size_t(col0) * N2 + i]) : 0.f;
+    }
+  }
+  wait_prior_grids();
+  allow_dependent_grids();
+  {
+    const T* x = static_cast<const T*>(p.x);
+#pragma unroll
+    for (int i = 0; i < kRowVals; ++i) {
+      const int k = t + i * kThreads;
+#pragma unroll
+      for (int r = 0; r < R; ++r) xv[r][i] = k < K && r < p.rows ? to_float(x[size_t(r) * K + k]) : 0.f;
     }
   }
   if (t < cpc) b1[t] = b1v;
@@ -312,8 +321,8 @@ cudaError_t launch(const HeadLaunch& a, cudaStream_t stream) {
   const Layout l = layout_for<T>(a.N1, a.sm_count);
   HeadParams p{a.x, a.gamma, a.beta, a.w1, a.b1, a.w2, a.b2, a.y, a.shares, a.counter, int(a.rows), int(a.K),
                int(a.N1), int(a.N2), l.groups_per_cta, a.epsilon, a.float_output, a.has_act, a.act};
-  classifier_head_kernel<T, R><<<unsigned(l.ctas), kThreads, l.floats(R, int(a.K)) * sizeof(float), stream>>>(p);
-  return cudaGetLastError();
+  return launch_dependent(classifier_head_kernel<T, R>, unsigned(l.ctas), kThreads, l.floats(R, int(a.K)) * sizeof(float),
+                          stream, p);
 }
 
 static_assert(kHeadMaxRows == 2, "launch_rows instantiates the kernel for one and two rows");

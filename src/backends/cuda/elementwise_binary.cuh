@@ -4,6 +4,7 @@
 // row broadcast) as a single element; offsets come from one fast divmod per merged dim.
 #pragma once
 
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/elementwise_device.cuh"
 
 namespace ingot::cuda::ew {
@@ -18,6 +19,8 @@ __device__ __forceinline__ TO apply2(const Op& op, TA a, TB b) {
 template <class Op, class TA, class TB, class TO, int V>
 __global__ void __launch_bounds__(kThreads)
     binary_kernel32(Op op, Geometry<uint32_t, 2> g, const TA* a, const TB* b, TO* out) {
+  wait_prior_grids();
+  allow_dependent_grids();
   const uint32_t i0 = (blockIdx.x * uint32_t(kThreads) + threadIdx.x) * uint32_t(V);
   if (i0 >= g.numel) return;
   uint32_t off[2];
@@ -57,6 +60,8 @@ __global__ void __launch_bounds__(kThreads)
 template <class Op, class TA, class TB, class TO>
 __global__ void __launch_bounds__(kThreads)
     binary_kernel64(Op op, Geometry<int64_t, 2> g, const TA* a, const TB* b, TO* out) {
+  wait_prior_grids();
+  allow_dependent_grids();
   const int64_t step = int64_t(gridDim.x) * kThreads;
   for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < g.numel; i += step) {
     int64_t off[2];
@@ -79,17 +84,15 @@ cudaError_t run_binary(const Op& op, const void* a, const void* b, void* out, co
                      (br.strides[0][0] == 0 || aligned16(a)) && (br.strides[1][0] == 0 || aligned16(b));
     if (vec) {
       const int64_t packs = (br.numel + V - 1) / V;
-      binary_kernel32<Op, TA, TB, TO, V>
-          <<<blocks_for(packs, kThreads, INT32_MAX), kThreads, 0, stream>>>(op, g, pa, pb, po);
-    } else {
-      binary_kernel32<Op, TA, TB, TO, 1>
-          <<<blocks_for(br.numel, kThreads, INT32_MAX), kThreads, 0, stream>>>(op, g, pa, pb, po);
+      return launch_dependent(binary_kernel32<Op, TA, TB, TO, V>, blocks_for(packs, kThreads, INT32_MAX), kThreads, 0,
+                              stream, op, g, pa, pb, po);
     }
-  } else {
-    const auto g = to_geometry<int64_t, 2>(br);
-    binary_kernel64<Op, TA, TB, TO><<<blocks_for(br.numel, kThreads), kThreads, 0, stream>>>(op, g, pa, pb, po);
+    return launch_dependent(binary_kernel32<Op, TA, TB, TO, 1>, blocks_for(br.numel, kThreads, INT32_MAX), kThreads, 0,
+                            stream, op, g, pa, pb, po);
   }
-  return cudaGetLastError();
+  const auto g = to_geometry<int64_t, 2>(br);
+  return launch_dependent(binary_kernel64<Op, TA, TB, TO>, blocks_for(br.numel, kThreads), kThreads, 0, stream, op, g,
+                          pa, pb, po);
 }
 
 // Runs op over same-dtype operands of dtype t when t is in Op::kSet; cudaErrorInvalidValue

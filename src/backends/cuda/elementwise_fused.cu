@@ -3,6 +3,7 @@
 // a warp runs the same step, so the switch never diverges) and stores only the result. The
 // steps are the CPU reference's expressions with CUDA's full-precision math (what the unfused
 // elementwise kernels use), each result rounded to its dtype before the next step reads it.
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/elementwise_device.cuh"
 #include "backends/cuda/elementwise_fused_impl.h"
 
@@ -83,6 +84,8 @@ __device__ __forceinline__ float round_to(float r) {
 
 template <class T, class I>
 __global__ void __launch_bounds__(ew::kThreads) fused_kernel(const Params<I> p) {
+  wait_prior_grids();
+  allow_dependent_grids();
   const I stride = I(gridDim.x) * ew::kThreads;
   for (I i = I(blockIdx.x) * ew::kThreads + threadIdx.x; i < p.g.numel; i += stride) {
     I off[kEwMaxInputs];
@@ -139,12 +142,12 @@ cudaError_t launch(const FusedLaunch& f, cudaStream_t stream) {
   p.out = f.out;
   p.bool_out = f.bool_out;
   const unsigned blocks = blocks_for(f.numel, ew::kThreads, INT32_MAX);
-  bool ok = dispatch_device_float(f.float_type, [&](auto zero) {
+  cudaError_t e = cudaErrorInvalidValue;
+  dispatch_device_float(f.float_type, [&](auto zero) {
     using T = decltype(zero);
-    fused_kernel<T, I><<<blocks, ew::kThreads, 0, stream>>>(p);
+    e = launch_dependent(fused_kernel<T, I>, blocks, ew::kThreads, 0, stream, p);
   });
-  if (!ok) return cudaErrorInvalidValue;
-  return cudaGetLastError();
+  return e;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 //   embed_layer_norm_kernel   any row: s is written into Y and the statistics passes read it
 //                             back from L1/L2.
 // Either way s is rounded to the tables' dtype after every addition, as the unfused graph does.
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/embed_layer_norm_impl.h"
@@ -59,6 +60,8 @@ template <class T> __device__ __forceinline__ const T* lookup_row(const EmbedArg
 
 template <class T>
 __global__ void embed_layer_norm_kernel(EmbedArgs a) {
+  wait_prior_grids();
+  allow_dependent_grids();
   issue_l2_prefetch(a.prefetch);
   const int lane = threadIdx.x & 31;
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
@@ -111,14 +114,16 @@ __device__ __forceinline__ void load_chunk_params(const EmbedArgs& a, int64_t k,
 // (an index known only at run time would put them in local memory and serialise the loads).
 template <class T, int C, bool kParamsFirst>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock) embed_ln_registers(const EmbedArgs a) {
-  issue_l2_prefetch(a.prefetch);
   const int lane = threadIdx.x & 31;
-  const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
-  if (r >= a.rows) return;
   float4 g[kParamsFirst ? C : 1][2], b[kParamsFirst ? C : 1][2];
-  if constexpr (kParamsFirst)
+  if constexpr (kParamsFirst)  // constant: before the wait
 #pragma unroll
     for (int c = 0; c < C; ++c) load_chunk_params(a, (int64_t(c) * 32 + lane) * 8, g[c], b[c]);
+  wait_prior_grids();
+  allow_dependent_grids();
+  issue_l2_prefetch(a.prefetch);
+  const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  if (r >= a.rows) return;
   const RowCoords rc = row_coords(a, r);
   const T* src[kEmbedMaxLookups];
 #pragma unroll
@@ -203,12 +208,12 @@ bool registers_fit(const EmbedArgs& a, int chunks) {
 constexpr int64_t kFewRows = 512;
 
 template <class T, bool kParamsFirst>
-bool launch_registers(const EmbedArgs& a, unsigned blocks, cudaStream_t stream) {
+bool launch_registers(const EmbedArgs& a, unsigned blocks, cudaStream_t stream, cudaError_t* e) {
   const dim3 block(32 * kWarpsPerBlock);
-  if (registers_fit(a, 1)) embed_ln_registers<T, 1, kParamsFirst><<<blocks, block, 0, stream>>>(a);
-  else if (registers_fit(a, 2)) embed_ln_registers<T, 2, kParamsFirst><<<blocks, block, 0, stream>>>(a);
-  else if (registers_fit(a, 3)) embed_ln_registers<T, 3, kParamsFirst><<<blocks, block, 0, stream>>>(a);
-  else if (registers_fit(a, 4)) embed_ln_registers<T, 4, kParamsFirst><<<blocks, block, 0, stream>>>(a);
+  if (registers_fit(a, 1)) *e = launch_dependent(embed_ln_registers<T, 1, kParamsFirst>, blocks, block, 0, stream, a);
+  else if (registers_fit(a, 2)) *e = launch_dependent(embed_ln_registers<T, 2, kParamsFirst>, blocks, block, 0, stream, a);
+  else if (registers_fit(a, 3)) *e = launch_dependent(embed_ln_registers<T, 3, kParamsFirst>, blocks, block, 0, stream, a);
+  else if (registers_fit(a, 4)) *e = launch_dependent(embed_ln_registers<T, 4, kParamsFirst>, blocks, block, 0, stream, a);
   else return false;
   return true;
 }
@@ -225,16 +230,13 @@ cudaError_t launch_embed_layer_norm(DType dtype, const EmbedArgs& args, cudaStre
     using T = decltype(tag);
     const int64_t row_blocks = (args.rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
     if constexpr (sizeof(T) == 2) {
-      const bool launched = row_blocks <= INT32_MAX && (args.rows <= kFewRows
-                                                            ? launch_registers<T, true>(args, unsigned(row_blocks), stream)
-                                                            : launch_registers<T, false>(args, unsigned(row_blocks), stream));
-      if (launched) {
-        err = cudaGetLastError();
-        return;
-      }
+      const bool launched =
+          row_blocks <= INT32_MAX && (args.rows <= kFewRows
+                                          ? launch_registers<T, true>(args, unsigned(row_blocks), stream, &err)
+                                          : launch_registers<T, false>(args, unsigned(row_blocks), stream, &err));
+      if (launched) return;
     }
-    embed_layer_norm_kernel<T><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(args);
-    err = cudaGetLastError();
+    err = launch_dependent(embed_layer_norm_kernel<T>, blocks, 32 * kWarpsPerBlock, 0, stream, args);
   });
   return err;
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/gemm_impl.h"
 #include "backends/cuda/pointwise_activation.cuh"
 
@@ -23,6 +24,8 @@ __global__ void __launch_bounds__(kSkinnyThreads)
     skinny_product_kernel(const T* __restrict__ a, const T* __restrict__ w, const T* __restrict__ bias,
                           TY* __restrict__ y, int64_t rows, int64_t K, int N, PointwiseActivation act, bool has_act) {
   __shared__ float partial[kSkinnyWarps][kSkinnyMaxN];
+  wait_prior_grids();
+  allow_dependent_grids();
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* ar = a + r * K;
@@ -61,19 +64,20 @@ cudaError_t launch_skinny_product(const void* a, const void* w, const void* bias
   if (rows <= 0) return cudaSuccess;
   if (N < 1 || N > kSkinnyMaxN || K < 0) return cudaErrorInvalidValue;
   const unsigned grid = unsigned(std::min<int64_t>(rows, 65535));  // more rows: grid-stride
-  bool ok = dispatch_device_float(dtype, [&](auto tag) {
+  cudaError_t e = cudaErrorInvalidValue;
+  dispatch_device_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* at = static_cast<const T*>(a);
     const T* wt = static_cast<const T*>(w);
     const T* bt = static_cast<const T*>(bias);
     if (float_output)
-      skinny_product_kernel<T, float><<<grid, kSkinnyThreads, 0, stream>>>(at, wt, bt, static_cast<float*>(y), rows, K,
-                                                                           int(N), act, has_act);
+      e = launch_dependent(skinny_product_kernel<T, float>, grid, kSkinnyThreads, 0, stream, at, wt, bt,
+                           static_cast<float*>(y), rows, K, int(N), act, has_act);
     else
-      skinny_product_kernel<T, T><<<grid, kSkinnyThreads, 0, stream>>>(at, wt, bt, static_cast<T*>(y), rows, K, int(N),
-                                                                       act, has_act);
+      e = launch_dependent(skinny_product_kernel<T, T>, grid, kSkinnyThreads, 0, stream, at, wt, bt, static_cast<T*>(y),
+                           rows, K, int(N), act, has_act);
   });
-  return ok ? cudaGetLastError() : cudaErrorInvalidValue;
+  return e;
 }
 
 }  // namespace ingot::cuda

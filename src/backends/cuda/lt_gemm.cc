@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_stream_hold.h"
+#include "backends/cuda/gemm_split_k.h"
 
 namespace ingot::cuda {
 namespace {
@@ -402,6 +403,20 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
   key.trans_a = d.trans_a, key.trans_b = d.trans_b;
   key.has_bias = d.bias != nullptr;
   key.tf32 = d.dtype == DType::kFloat32 && handles.allow_tf32;
+  // Products of ingot's own kernel where it takes them, when asked for (gemm_split_k.h).
+  if (d.batch == 1 && !d.trans_a && !d.trans_b && d.alpha == 1.0f && split_k_product_enabled()) {
+    SplitKProduct own;
+    own.a = a, own.lda = key.lda, own.w = b, own.ldw = key.ldb, own.bias = d.bias;
+    own.c = cin, own.ldc = key.ldc_in, own.d = c, own.ldd = key.ldc;
+    own.rows = d.m, own.cols = d.n, own.depth = d.k, own.beta = d.beta, own.dtype = d.dtype;
+    own.has_act = d.activation != GemmActivation::kNone;
+    own.act = d.activation == GemmActivation::kRelu ? PointwiseActivation::kRelu : PointwiseActivation::kGeluTanh;
+    if (split_k_plan(own, handles.sm_count) > 0) {
+      const cudaError_t e = launch_split_k_product(own, handles.sm_count, handles.stream);
+      if (e != cudaSuccess) return gemm_error(d, std::string("split-K product launch: ") + cudaGetErrorString(e));
+      return Status::ok();
+    }
+  }
   const size_t elem = dtype_size(d.dtype);
   key.align_a = alignment_of(a, d.batch, key.stride_a, elem);
   key.align_b = alignment_of(b, d.batch, key.stride_b, elem);

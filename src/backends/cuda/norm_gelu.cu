@@ -1,6 +1,7 @@
 // ingot.Gelu: y = 0.5 x (1 + erf(x / sqrt 2)), or the tanh form
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in float for every storage type.
 // Memory-bound: 16-byte loads and stores over the aligned body, then the < 8 tail elements.
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/norm_impl.h"
 
@@ -20,6 +21,8 @@ __device__ __forceinline__ float gelu(float x) {
 // Vectors [0, nvec) through V-wide packs; elements [nvec·V, n) one by one.
 template <class T, int V, bool kTanh>
 __global__ void gelu_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {
+  wait_prior_grids();
+  allow_dependent_grids();
   const int64_t nvec = n / V;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -41,12 +44,8 @@ cudaError_t launch_typed(const T* x, T* y, int64_t n, int sm_count, cudaStream_t
   const bool vec = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
   // Enough blocks to fill the GPU a few times over; the grid-stride loop covers the rest.
   const int64_t cap = sm_count > 0 ? int64_t(sm_count) * 8 : 65535;
-  if (vec) {
-    gelu_kernel<T, V, kTanh><<<blocks_for(n / V + 1, kThreads, cap), kThreads, 0, stream>>>(x, y, n);
-  } else {
-    gelu_kernel<T, 1, kTanh><<<blocks_for(n, kThreads, cap), kThreads, 0, stream>>>(x, y, n);
-  }
-  return cudaGetLastError();
+  if (vec) return launch_dependent(gelu_kernel<T, V, kTanh>, blocks_for(n / V + 1, kThreads, cap), kThreads, 0, stream, x, y, n);
+  return launch_dependent(gelu_kernel<T, 1, kTanh>, blocks_for(n, kThreads, cap), kThreads, 0, stream, x, y, n);
 }
 
 }  // namespace

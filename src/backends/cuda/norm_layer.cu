@@ -15,6 +15,7 @@
 // allow it; otherwise element by element.
 #include <algorithm>
 
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/norm_impl.h"
@@ -82,6 +83,8 @@ __device__ __forceinline__ void load_params(const RowNormLaunch& a, int64_t k, f
 // registers they hold cost occupancy (see the top of the file).
 template <class T, class P, int V, int N, bool kSkip, bool kWarp, bool kParamsFirst = false>
 __global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) row_norm_cached(const RowNormLaunch a) {
+  wait_prior_grids();
+  allow_dependent_grids();
   issue_l2_prefetch(a.prefetch);
   const int tpr = kWarp ? 32 : int(blockDim.x);
   const int t = kWarp ? int(threadIdx.x & 31) : int(threadIdx.x);
@@ -148,6 +151,8 @@ __global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) r
 // squares, output); the row mostly stays in L2 between sweeps.
 template <class T, class P, int V, bool kSkip>
 __global__ void __launch_bounds__(kMaxBlockThreads) row_norm_long(const RowNormLaunch a) {
+  wait_prior_grids();
+  allow_dependent_grids();
   issue_l2_prefetch(a.prefetch);
   const int64_t nv = a.d / V;
   const float d = float(a.d);
@@ -202,18 +207,14 @@ cudaError_t launch_with(const RowNormLaunch& a, cudaStream_t stream) {
     const int rows_per_block = kWarpModeThreads / 32;
     // Up to 64 resident warps per SM; rows beyond the grid loop (gamma/beta stay in registers).
     const unsigned blocks = grid_size((a.rows + rows_per_block - 1) / rows_per_block, a.sm_count, 16);
-    if (nv <= 32) {
-      row_norm_cached<T, P, V, 1, kSkip, true><<<blocks, kWarpModeThreads, 0, stream>>>(a);
-    } else if (nv <= 64) {
-      row_norm_cached<T, P, V, 2, kSkip, true><<<blocks, kWarpModeThreads, 0, stream>>>(a);
-    } else if (nv <= 96 && a.rows <= kFewRows) {  // hidden 768 in halves, batch 1
-      row_norm_cached<T, P, V, 3, kSkip, true, true><<<blocks, kWarpModeThreads, 0, stream>>>(a);
-    } else if (nv <= 96) {  // hidden 768 in halves: no idle register slot
-      row_norm_cached<T, P, V, 3, kSkip, true><<<blocks, kWarpModeThreads, 0, stream>>>(a);
-    } else {
-      row_norm_cached<T, P, V, kMaxWarpVecs, kSkip, true><<<blocks, kWarpModeThreads, 0, stream>>>(a);
-    }
-    return cudaGetLastError();
+    if (nv <= 32) return launch_dependent(row_norm_cached<T, P, V, 1, kSkip, true>, blocks, kWarpModeThreads, 0, stream, a);
+    if (nv <= 64) return launch_dependent(row_norm_cached<T, P, V, 2, kSkip, true>, blocks, kWarpModeThreads, 0, stream, a);
+    if (nv <= 96 && a.rows <= kFewRows)  // hidden 768 in halves, batch 1
+      return launch_dependent(row_norm_cached<T, P, V, 3, kSkip, true, true>, blocks, kWarpModeThreads, 0, stream, a);
+    if (nv <= 96)  // hidden 768 in halves: no idle register slot
+      return launch_dependent(row_norm_cached<T, P, V, 3, kSkip, true>, blocks, kWarpModeThreads, 0, stream, a);
+    return launch_dependent(row_norm_cached<T, P, V, kMaxWarpVecs, kSkip, true>, blocks, kWarpModeThreads, 0, stream,
+                            a);
   }
   // Scalar loads need an address register each: hold fewer of them.
   constexpr int kBlockVecs = V == 1 ? kBlockElems / 2 : kBlockElems / V;
@@ -221,11 +222,10 @@ cudaError_t launch_with(const RowNormLaunch& a, cudaStream_t stream) {
     int64_t threads = (nv + kBlockVecs - 1) / kBlockVecs;
     threads = std::min<int64_t>(kMaxBlockThreads, std::max<int64_t>(128, (threads + 31) / 32 * 32));
     const unsigned blocks = grid_size(a.rows, a.sm_count, int(2048 / threads));
-    row_norm_cached<T, P, V, kBlockVecs, kSkip, false><<<blocks, unsigned(threads), 0, stream>>>(a);
-    return cudaGetLastError();
+    return launch_dependent(row_norm_cached<T, P, V, kBlockVecs, kSkip, false>, blocks, unsigned(threads), 0, stream, a);
   }
-  row_norm_long<T, P, V, kSkip><<<grid_size(a.rows, a.sm_count, 4), kMaxBlockThreads, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch_dependent(row_norm_long<T, P, V, kSkip>, grid_size(a.rows, a.sm_count, 4), kMaxBlockThreads, 0,
+                          stream, a);
 }
 
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }

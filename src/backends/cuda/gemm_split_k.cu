@@ -1,0 +1,285 @@
+// launch_split_k_product (gemm_split_k.h): products of at most 128 rows, split over K across
+// the CTAs of a cluster.
+//
+// Grid (S, N / 64), clusters of S along x: CTA (s, t) computes rows [0, 128) x columns
+// [64t, 64t + 64) over K slice s (Kc = K / S columns of A, rows of W), in four steps:
+//   1. its W slice (Kc x 64, constant) into shared memory by the tensor copy engine (TMA, one
+//      or two boxes), issued before waiting for the kernel before it (cuda_dependent_launch.h):
+//      the weights stream in while that one ends;
+//   2. its A slice in boxes of 128 rows x 64 columns (rows past `rows` zero-filled by the copy
+//      engine), one mbarrier each, so that the products of the first start while the others
+//      arrive;
+//   3. eight warps of 32 x 32 outputs, m16n8k16 mma.sync with fp32 accumulators, the partial tile
+//      into shared memory;
+//   4. after a cluster barrier, CTA s sums its 1/S of the tile over the cluster's partials in
+//      rank order (distributed shared memory: the same sum every run), adds the bias and C,
+//      applies the activation, rounds once and stores; a second barrier keeps every CTA's
+//      shared memory alive until the others have read it.
+// Everything of a slice stays in shared memory (at Kc = 384: 180 KB), so no buffer is reused
+// and the loads are issued all at once, in 128-byte-swizzled rows (the copy engine's layout:
+// 16-byte chunk c of row r at c ^ (r % 8), so that ldmatrix's eight rows hit eight bank groups).
+// 16-byte cp.async copies from every thread instead took about twice cuBLASLt's time for the
+// whole product (H100, Nsight Compute), and bulk copies of one 128-byte row piece each four times.
+#include <cooperative_groups.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/dependent_launch.cuh"
+#include "backends/cuda/gemm_split_k.h"
+#include "backends/cuda/mma_sync.cuh"
+#include "backends/cuda/pointwise_activation.cuh"
+
+namespace ingot::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kBM = int(kOwnProductMaxRows), kBN = 64, kThreads = 256, kMaxSlice = 384;
+constexpr int kMaxSplit = 8;           // the portable cluster size
+constexpr int kBox = 64;               // columns of an A box and of W: 128 bytes, the swizzle span
+constexpr int kMaxABoxes = kMaxSlice / kBox;
+constexpr int kPartStride = kBN + 4;   // floats a partial row takes
+constexpr int a_boxes(int slice) { return (slice + kBox - 1) / kBox; }
+// W's box rows: the slice in one box, or two when it is deeper than a box may be (256).
+constexpr int w_box_rows(int slice) { return slice <= 256 ? slice : slice / 2; }
+
+// A's boxes (128 rows of 128 bytes each), W (slice rows of 128 bytes), the partial tile; the
+// swizzled regions 1024-byte aligned.
+constexpr size_t kAlign = 1024;
+constexpr size_t a_bytes(int slice) { return size_t(a_boxes(slice)) * kBM * 128; }
+constexpr size_t w_bytes(int slice) { return (size_t(slice) * 128 + kAlign - 1) / kAlign * kAlign; }
+constexpr size_t smem_bytes(int slice) {
+  return kAlign + a_bytes(slice) + w_bytes(slice) + size_t(kBM) * kPartStride * 4;
+}
+
+struct Params {
+  const void* bias;
+  const void* c;
+  int64_t ldc;
+  void* d;
+  int64_t ldd;
+  int rows, slice;
+  bool add_c, has_act;
+  PointwiseActivation act;
+};
+
+// Bulk copies (the copy engine, not 16-byte cp.async per thread: a CTA's 100-200 KB took twice
+// cuBLASLt's whole product that way) completing on mbarriers.
+__device__ __forceinline__ void mbar_init(uint32_t bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar) {  // phase 0: each barrier completes once
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar)
+                 : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void tensor_copy(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+
+// Byte offset of 16-byte chunk c of row r in a 128-byte-swizzled region.
+__device__ __forceinline__ uint32_t swizzled(int r, int c) { return uint32_t(r * 128 + ((c ^ (r & 7)) << 4)); }
+
+template <class T>
+__global__ void __launch_bounds__(kThreads, 1)
+    split_k_product_kernel(const __grid_constant__ CUtensorMap amap, const __grid_constant__ CUtensorMap wmap,
+                           const Params p) {
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) / kAlign * kAlign);
+  const int slice = p.slice, boxes = a_boxes(slice), wrows = w_box_rows(slice);
+  const uint32_t as = smem_addr(smem), ws = as + uint32_t(a_bytes(slice));
+  float* part = reinterpret_cast<float*>(smem + a_bytes(slice) + w_bytes(slice));
+  const int tid = int(threadIdx.x), split = int(blockIdx.x), S = int(gridDim.x);
+  const int n0 = int(blockIdx.y) * kBN, k0 = split * slice;
+  const int warp = tid >> 5, lane = tid & 31;
+
+  // Barriers: W, then one per A box.
+  __shared__ __align__(8) uint64_t bars[1 + kMaxABoxes];
+  if (tid == 0) {
+    for (int i = 0; i <= boxes; ++i) mbar_init(smem_addr(&bars[i]));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    // 1. W (constant), before waiting for the kernel before.
+    mbar_expect_tx(smem_addr(&bars[0]), uint32_t(slice) * 128);
+    for (int r = 0; r < slice; r += wrows) tensor_copy(ws + uint32_t(r) * 128, &wmap, n0, k0 + r, smem_addr(&bars[0]));
+  }
+  wait_prior_grids();
+  // 2. A's boxes of 64 columns (the last may reach past the slice: those columns go unused).
+  if (tid == 0) {
+    for (int b = 0; b < boxes; ++b) {
+      mbar_expect_tx(smem_addr(&bars[1 + b]), kBM * 128);
+      tensor_copy(as + uint32_t(b) * kBM * 128, &amap, k0 + b * kBox, 0, smem_addr(&bars[1 + b]));
+    }
+  }
+  allow_dependent_grids();
+  __syncthreads();  // the barriers' initialisation, before anyone waits on them
+
+  // 3. Warp (wm, wn) of 4 x 2: rows 32·wm.., columns 32·wn...
+  const int wm = warp & 3, wn = warp >> 2;
+  float acc[2][4][4] = {};
+  mbar_wait(smem_addr(&bars[0]));
+  for (int b = 0; b < boxes; ++b) {
+    mbar_wait(smem_addr(&bars[1 + b]));
+    const uint32_t abox = as + uint32_t(b) * kBM * 128;
+    const int kend = min(kBox, slice - b * kBox);
+    for (int kk = 0; kk < kend; kk += 16) {
+      const int kcol = b * kBox + kk;
+      uint32_t af[2][4], bf[2][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        ldmatrix_x4(af[i], abox + swizzled(wm * 32 + i * 16 + (lane & 15), (kk >> 3) + (lane >> 4)));
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        ldmatrix_x4_trans(bf[j], ws + swizzled(kcol + (lane & 15), wn * 4 + j * 2 + (lane >> 4)));
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int t = 0; t < 4; ++t) mma16816<T>(acc[i][t], af[i], bf[t >> 1][(t & 1) * 2], bf[t >> 1][(t & 1) * 2 + 1]);
+    }
+  }
+  const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int row = wm * 32 + i * 16 + g, col = wn * 32 + t * 8 + 2 * tq;
+      *reinterpret_cast<float2*>(part + row * kPartStride + col) = make_float2(acc[i][t][0], acc[i][t][1]);
+      *reinterpret_cast<float2*>(part + (row + 8) * kPartStride + col) = make_float2(acc[i][t][2], acc[i][t][3]);
+    }
+
+  // 4. This CTA's share of the tile's 4-column vectors, summed over the cluster in rank order.
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  constexpr int kVecs = kBM * kBN / 4;
+  const int per = (kVecs + S - 1) / S, lo = split * per, hi = min(lo + per, kVecs);
+  for (int v = lo + tid; v < hi; v += kThreads) {
+    const int row = v / (kBN / 4), col = (v % (kBN / 4)) * 4;
+    if (row >= p.rows) continue;
+    float4 x[kMaxSplit];  // every load issued before the first add
+#pragma unroll
+    for (int r = 0; r < kMaxSplit; ++r)
+      if (r < S) x[r] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, r) + row * kPartStride + col);
+    float4 sum = x[0];
+#pragma unroll
+    for (int r = 1; r < kMaxSplit; ++r)
+      if (r < S) sum.x += x[r].x, sum.y += x[r].y, sum.z += x[r].z, sum.w += x[r].w;
+    float y[4] = {sum.x, sum.y, sum.z, sum.w};
+    const int n = n0 + col;
+    if (p.bias) {
+      float b[4];
+      load_floats<T, 4>(static_cast<const T*>(p.bias) + n, b);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) y[e] += b[e];
+    }
+    if (p.add_c) {
+      float c[4];
+      load_floats<T, 4>(static_cast<const T*>(p.c) + int64_t(row) * p.ldc + n, c);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) y[e] += c[e];
+    }
+    if (p.has_act)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) y[e] = activate(y[e], p.act);
+    store_floats<T, 4>(static_cast<T*>(p.d) + int64_t(row) * p.ldd + n, y);
+  }
+  cluster.sync();
+}
+
+bool aligned(const void* ptr, size_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    PFN_cuTensorMapEncodeTiled_v12000 f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&f), 12000,
+                                         cudaEnableDefault, &q) != cudaSuccess)
+      f = nullptr;
+    return f;
+  }();
+  return fn;
+}
+
+// A row-major [rows, cols] matrix of 2-byte elements with `ld` elements a row, in boxes of
+// box_rows x 64 columns, 128-byte swizzled; out-of-range elements read as zero.
+bool tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
+  if (!encode) return false;
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * 2};
+  const cuuint32_t box[2] = {cuuint32_t(kBox), cuuint32_t(box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  return encode(map, dtype == DType::kFloat16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <class T>
+cudaError_t launch_typed(const CUtensorMap& amap, const CUtensorMap& wmap, const Params& p, int split, int tiles,
+                         cudaStream_t stream) {
+  static const cudaError_t raised = cudaFuncSetAttribute(
+      split_k_product_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes(kMaxSlice)));
+  if (raised != cudaSuccess) return raised;
+  return launch_dependent_clusters(split_k_product_kernel<T>, dim3(unsigned(split), unsigned(tiles)), kThreads,
+                                   smem_bytes(p.slice), stream, dim3(unsigned(split), 1, 1), amap, wmap, p);
+}
+
+}  // namespace
+
+int split_k_plan(const SplitKProduct& p, int sm_count) {
+  if (p.dtype != DType::kFloat16 && p.dtype != DType::kBFloat16) return 0;
+  if (p.rows < 1 || p.rows > kBM || p.cols < kBN || p.cols % kBN != 0 || p.cols / kBN > 65535 || p.depth < 16 ||
+      p.depth % 16 != 0)
+    return 0;
+  if (p.beta != 0.f && p.beta != 1.f) return 0;
+  // 16-byte rows of A and W (cp.async), 8-byte vectors of bias, C and D.
+  if (p.lda % 8 != 0 || p.ldw % 8 != 0 || !aligned(p.a, 16) || !aligned(p.w, 16)) return 0;
+  if (p.ldd % 4 != 0 || !aligned(p.d, 8) || (p.bias && !aligned(p.bias, 8))) return 0;
+  if (p.beta == 1.f && (p.ldc % 4 != 0 || !aligned(p.c, 8))) return 0;
+  // The most splits that keep one CTA per multiprocessor and a slice that fits.
+  const int64_t tiles = p.cols / kBN;
+  for (int s = kMaxSplit; s >= 1; --s) {
+    if (p.depth % (16 * s) != 0 || p.depth / s > kMaxSlice) continue;
+    if (tiles * s <= std::max(sm_count, 1)) return s;
+  }
+  return 0;
+}
+
+cudaError_t launch_split_k_product(const SplitKProduct& p, int sm_count, cudaStream_t stream) {
+  const int split = split_k_plan(p, sm_count);
+  if (split == 0) return cudaErrorInvalidValue;
+  const int slice = int(p.depth / split);
+  CUtensorMap amap, wmap;
+  if (!tensor_map(&amap, p.dtype, p.a, p.rows, p.depth, p.lda, kBM) ||
+      !tensor_map(&wmap, p.dtype, p.w, p.depth, p.cols, p.ldw, w_box_rows(slice)))
+    return cudaErrorInvalidValue;
+  Params k{};
+  k.bias = p.bias, k.c = p.c, k.ldc = p.ldc, k.d = p.d, k.ldd = p.ldd;
+  k.rows = int(p.rows), k.slice = slice;
+  k.add_c = p.beta == 1.f;
+  k.has_act = p.has_act, k.act = p.act;
+  const int tiles = int(p.cols / kBN);
+  return p.dtype == DType::kFloat16 ? launch_typed<__half>(amap, wmap, k, split, tiles, stream)
+                                    : launch_typed<__nv_bfloat16>(amap, wmap, k, split, tiles, stream);
+}
+
+bool split_k_product_enabled() {
+  const char* e = std::getenv("INGOT_CUDA_OWN_GEMM");
+  return e && std::strcmp(e, "1") == 0;
+}
+
+}  // namespace ingot::cuda

@@ -1,0 +1,69 @@
+// Products of at most 128 rows on a kernel of ingot's own (gemm_split_k.cu), which lt_gemm takes
+// in place of cuBLASLt where it fits when INGOT_CUDA_OWN_GEMM=1 (with INGOT_CUDA_PDL=1 for the
+// overlap below): a transformer's layer products at batch 1 (128 tokens). Off by default: it is
+// slower than cuBLASLt so far.
+//
+// Why: at batch 1 a layer is seven kernels of 2-6 us, and the boundaries between them are much
+// of the run. This kernel is launched with programmatic dependent launch
+// (cuda_dependent_launch.h): its CTAs start while the kernel before is finishing, copy their
+// share of the weights into shared memory before waiting for it, and let the kernel after them
+// start early in turn. cuBLASLt's kernels wait for nothing of the kind, so they cannot take part
+// (edges into them made programmatic gave BERT-base b1 60 us and wrong outputs: their loads ran
+// early). So the overlap is there to win only with products of ingot's own that are about as
+// fast as cuBLASLt's.
+//
+// One CTA computes a 128 x 64 tile of D over a K/S slice; the S CTAs of a column tile form a
+// thread-block cluster and add their fp32 partial tiles through distributed shared memory in a
+// fixed order (deterministic), each finishing 1/S of the tile with the epilogue.
+//
+// Where it stands (H100, developer session 18; Nsight Compute at base clocks, cold caches, BERT's
+// batch-1 products QKV / out-projection / FFN 1 / FFN 2): 12.0 / 9.7 / 13.7 / 13.6 us against
+// cuBLASLt's 7.6-8.6 for QKV; in the graph (with dependent launch) BERT-base b1 0.494 ms against
+// 0.405 with cuBLASLt (DistilBERT 0.250 / 0.207). mma.sync runs at about half wgmma's rate and the K-split's
+// cluster reduction costs two cluster barriers; a wgmma version (sm_90a) with the epilogue
+// through shared memory is the next step.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/gemm_impl.h"
+#include "ingot/dtype.h"
+
+namespace ingot::cuda {
+
+constexpr int64_t kOwnProductMaxRows = 128;
+
+// D[m, n] = act(A[m, :] · W[:, n] + bias[n] + beta · C[m, n]) for m < rows, n < cols, all
+// row-major float16/bfloat16 with fp32 accumulation; beta 0 or 1 (C then read, it may be D).
+struct SplitKProduct {
+  const void* a = nullptr;
+  int64_t lda = 0;
+  const void* w = nullptr;
+  int64_t ldw = 0;
+  const void* bias = nullptr;  // [cols] or null
+  const void* c = nullptr;     // read when beta is 1
+  int64_t ldc = 0;
+  void* d = nullptr;
+  int64_t ldd = 0;
+  int64_t rows = 0, cols = 0, depth = 0;
+  float beta = 0.f;
+  DType dtype = DType::kFloat16;
+  bool has_act = false;  // act applied after bias and C
+  PointwiseActivation act = PointwiseActivation::kRelu;
+};
+
+// The K split S the kernel would take the product with (clusters of S CTAs, at most one CTA per
+// multiprocessor), or 0 when it does not take it: rows beyond 128, columns not a multiple of 64,
+// a K slice that is not a multiple of 16 or beyond 384, or another dtype, beta, alignment.
+int split_k_plan(const SplitKProduct& p, int sm_count);
+
+// Enqueues the product (p must have a plan); returns the launch's error.
+cudaError_t launch_split_k_product(const SplitKProduct& p, int sm_count, cudaStream_t stream);
+
+// Whether lt_gemm routes the products the kernel takes to it: only with INGOT_CUDA_OWN_GEMM=1
+// (slower than cuBLASLt so far: see the top of this file).
+bool split_k_product_enabled();
+
+}  // namespace ingot::cuda
