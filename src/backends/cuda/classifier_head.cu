@@ -321,8 +321,8 @@ cudaError_t launch(const HeadLaunch& a, cudaStream_t stream) {
   const Layout l = layout_for<T>(a.N1, a.sm_count);
   HeadParams p{a.x, a.gamma, a.beta, a.w1, a.b1, a.w2, a.b2, a.y, a.shares, a.counter, int(a.rows), int(a.K),
                int(a.N1), int(a.N2), l.groups_per_cta, a.epsilon, a.float_output, a.has_act, a.act};
-  return launch_dependent(classifier_head_kernel<T, R>, unsigned(l.ctas), kThreads, l.floats(R, int(a.K)) * sizeof(float),
-                          stream, p);
+  return launch_dependent(classifier_head_kernel<T, R>, unsigned(l.ctas), kThreads,
+                          l.floats(R, int(a.K)) * sizeof(float), stream, p);
 }
 
 static_assert(kHeadMaxRows == 2, "launch_rows instantiates the kernel for one and two rows");

@@ -31,8 +31,8 @@ __device__ __forceinline__ void allow_dependent_grids() {
 // (when dependent_launch_enabled()), in thread-block clusters of `cluster` CTAs when that is not
 // 1x1x1; the kernel must keep the rule of cuda_dependent_launch.h. Returns the launch's error.
 template <class... Params, class... Args>
-cudaError_t launch_dependent_clusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                      dim3 cluster, Args&&... args) {
+cudaError_t launch_dependent_clusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                      cudaStream_t stream, dim3 cluster, Args&&... args) {
   cudaLaunchAttribute attr[2];
   unsigned n = 0;
   if (dependent_launch_enabled()) {

@@ -210,10 +210,11 @@ constexpr int64_t kFewRows = 512;
 template <class T, bool kParamsFirst>
 bool launch_registers(const EmbedArgs& a, unsigned blocks, cudaStream_t stream, cudaError_t* e) {
   const dim3 block(32 * kWarpsPerBlock);
-  if (registers_fit(a, 1)) *e = launch_dependent(embed_ln_registers<T, 1, kParamsFirst>, blocks, block, 0, stream, a);
-  else if (registers_fit(a, 2)) *e = launch_dependent(embed_ln_registers<T, 2, kParamsFirst>, blocks, block, 0, stream, a);
-  else if (registers_fit(a, 3)) *e = launch_dependent(embed_ln_registers<T, 3, kParamsFirst>, blocks, block, 0, stream, a);
-  else if (registers_fit(a, 4)) *e = launch_dependent(embed_ln_registers<T, 4, kParamsFirst>, blocks, block, 0, stream, a);
+  auto go = [&](auto kernel) { *e = launch_dependent(kernel, blocks, block, 0, stream, a); };
+  if (registers_fit(a, 1)) go(embed_ln_registers<T, 1, kParamsFirst>);
+  else if (registers_fit(a, 2)) go(embed_ln_registers<T, 2, kParamsFirst>);
+  else if (registers_fit(a, 3)) go(embed_ln_registers<T, 3, kParamsFirst>);
+  else if (registers_fit(a, 4)) go(embed_ln_registers<T, 4, kParamsFirst>);
   else return false;
   return true;
 }

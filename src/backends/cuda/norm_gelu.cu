@@ -44,7 +44,9 @@ cudaError_t launch_typed(const T* x, T* y, int64_t n, int sm_count, cudaStream_t
   const bool vec = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
   // Enough blocks to fill the GPU a few times over; the grid-stride loop covers the rest.
   const int64_t cap = sm_count > 0 ? int64_t(sm_count) * 8 : 65535;
-  if (vec) return launch_dependent(gelu_kernel<T, V, kTanh>, blocks_for(n / V + 1, kThreads, cap), kThreads, 0, stream, x, y, n);
+  if (vec)
+    return launch_dependent(gelu_kernel<T, V, kTanh>, blocks_for(n / V + 1, kThreads, cap), kThreads, 0, stream, x, y,
+                            n);
   return launch_dependent(gelu_kernel<T, 1, kTanh>, blocks_for(n, kThreads, cap), kThreads, 0, stream, x, y, n);
 }
 

@@ -207,14 +207,13 @@ cudaError_t launch_with(const RowNormLaunch& a, cudaStream_t stream) {
     const int rows_per_block = kWarpModeThreads / 32;
     // Up to 64 resident warps per SM; rows beyond the grid loop (gamma/beta stay in registers).
     const unsigned blocks = grid_size((a.rows + rows_per_block - 1) / rows_per_block, a.sm_count, 16);
-    if (nv <= 32) return launch_dependent(row_norm_cached<T, P, V, 1, kSkip, true>, blocks, kWarpModeThreads, 0, stream, a);
-    if (nv <= 64) return launch_dependent(row_norm_cached<T, P, V, 2, kSkip, true>, blocks, kWarpModeThreads, 0, stream, a);
-    if (nv <= 96 && a.rows <= kFewRows)  // hidden 768 in halves, batch 1
-      return launch_dependent(row_norm_cached<T, P, V, 3, kSkip, true, true>, blocks, kWarpModeThreads, 0, stream, a);
-    if (nv <= 96)  // hidden 768 in halves: no idle register slot
-      return launch_dependent(row_norm_cached<T, P, V, 3, kSkip, true>, blocks, kWarpModeThreads, 0, stream, a);
-    return launch_dependent(row_norm_cached<T, P, V, kMaxWarpVecs, kSkip, true>, blocks, kWarpModeThreads, 0, stream,
-                            a);
+    auto go = [&](auto kernel) { return launch_dependent(kernel, blocks, kWarpModeThreads, 0, stream, a); };
+    if (nv <= 32) return go(row_norm_cached<T, P, V, 1, kSkip, true>);
+    if (nv <= 64) return go(row_norm_cached<T, P, V, 2, kSkip, true>);
+    // Hidden 768 in halves: parameters first at batch 1; else no idle register slot for them.
+    if (nv <= 96 && a.rows <= kFewRows) return go(row_norm_cached<T, P, V, 3, kSkip, true, true>);
+    if (nv <= 96) return go(row_norm_cached<T, P, V, 3, kSkip, true>);
+    return go(row_norm_cached<T, P, V, kMaxWarpVecs, kSkip, true>);
   }
   // Scalar loads need an address register each: hold fewer of them.
   constexpr int kBlockVecs = V == 1 ? kBlockElems / 2 : kBlockElems / V;
@@ -222,7 +221,8 @@ cudaError_t launch_with(const RowNormLaunch& a, cudaStream_t stream) {
     int64_t threads = (nv + kBlockVecs - 1) / kBlockVecs;
     threads = std::min<int64_t>(kMaxBlockThreads, std::max<int64_t>(128, (threads + 31) / 32 * 32));
     const unsigned blocks = grid_size(a.rows, a.sm_count, int(2048 / threads));
-    return launch_dependent(row_norm_cached<T, P, V, kBlockVecs, kSkip, false>, blocks, unsigned(threads), 0, stream, a);
+    return launch_dependent(row_norm_cached<T, P, V, kBlockVecs, kSkip, false>, blocks, unsigned(threads), 0, stream,
+                            a);
   }
   return launch_dependent(row_norm_long<T, P, V, kSkip>, grid_size(a.rows, a.sm_count, 4), kMaxBlockThreads, 0,
                           stream, a);
