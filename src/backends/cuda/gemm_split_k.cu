@@ -1,5 +1,5 @@
 // launch_split_k_product (gemm_split_k.h): products of at most 128 rows, split over K across
-// the CTAs of a cluster.
+// the CTAs of a cluster. Hopper only (wgmma): built for sm_90a alone (CMakeLists.txt).
 //
 // Grid (S, N / 64), clusters of S along x: CTA (s, t) computes rows [0, 128) x columns
 // [64t, 64t + 64) over K slice s (Kc = K / S columns of A, rows of W), in four steps:
@@ -9,17 +9,18 @@
 //   2. its A slice in boxes of 128 rows x 64 columns (rows past `rows` zero-filled by the copy
 //      engine), one mbarrier each, so that the products of the first start while the others
 //      arrive;
-//   3. eight warps of 32 x 32 outputs, m16n8k16 mma.sync with fp32 accumulators, the partial tile
-//      into shared memory;
+//   3. two warpgroups of 64 rows, wgmma m64n64k16 with fp32 accumulators straight from shared
+//      memory (A K-major, W N-major as it is stored), the partial tile into shared memory;
 //   4. after a cluster barrier, CTA s sums its 1/S of the tile over the cluster's partials in
 //      rank order (distributed shared memory: the same sum every run), adds the bias and C,
 //      applies the activation, rounds once and stores; a second barrier keeps every CTA's
 //      shared memory alive until the others have read it.
 // Everything of a slice stays in shared memory (at Kc = 384: 180 KB), so no buffer is reused
-// and the loads are issued all at once, in 128-byte-swizzled rows (the copy engine's layout:
-// 16-byte chunk c of row r at c ^ (r % 8), so that ldmatrix's eight rows hit eight bank groups).
-// 16-byte cp.async copies from every thread instead took about twice cuBLASLt's time for the
-// whole product (H100, Nsight Compute), and bulk copies of one 128-byte row piece each four times.
+// and the loads are issued all at once, in 128-byte-swizzled rows (the copy engine's layout,
+// which wgmma reads). Measured on the way (H100, session 18, BERT-base b1 with cuBLASLt's
+// products 0.400-0.407 ms): 16-byte cp.async copies from every thread and mma.sync 0.565 ms,
+// bulk copies of one 128-byte row piece each 1.03, TMA boxes 0.494, then wgmma 0.454, then
+// clusters of at most 4 (FFN 2's 3072-deep product back to cuBLASLt) 0.431.
 #include <cooperative_groups.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -31,7 +32,7 @@
 #include "backends/cuda/cuda_common.cuh"
 #include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/gemm_split_k.h"
-#include "backends/cuda/mma_sync.cuh"
+#include "backends/cuda/mma_sync.cuh"  // smem_addr
 #include "backends/cuda/pointwise_activation.cuh"
 
 namespace ingot::cuda {
@@ -40,7 +41,8 @@ namespace {
 namespace cg = cooperative_groups;
 
 constexpr int kBM = int(kOwnProductMaxRows), kBN = 64, kThreads = 256, kMaxSlice = 384;
-constexpr int kMaxSplit = 8;           // the portable cluster size
+// Clusters of up to 4: with up to 8, BERT-base b1 took 0.452 ms against 0.431 (H100, session 18).
+constexpr int kMaxSplit = 4;
 constexpr int kBox = 64;               // columns of an A box and of W: 128 bytes, the swizzle span
 constexpr int kMaxABoxes = kMaxSlice / kBox;
 constexpr int kPartStride = kBN + 4;   // floats a partial row takes
@@ -92,8 +94,41 @@ __device__ __forceinline__ void tensor_copy(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
-// Byte offset of 16-byte chunk c of row r in a 128-byte-swizzled region.
-__device__ __forceinline__ uint32_t swizzled(int r, int c) { return uint32_t(r * 128 + ((c ^ (r & 7)) << 4)); }
+// wgmma (sm_90a): d[64 x 64] += A[64 x 16] · B[16 x 64], A K-major and B N-major (W's own
+// layout, transposed by the instruction), both 128-byte swizzled in shared memory.
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {  // 8-row groups 1024 bytes apart
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+template <class T> __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t da, uint64_t db);
+template <> __device__ __forceinline__ void wgmma_m64n64k16<__half>(float (&d)[32], uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(da), "l"(db));
+#endif
+}
+template <> __device__ __forceinline__ void wgmma_m64n64k16<__nv_bfloat16>(float (&d)[32], uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(da), "l"(db));
+#endif
+}
+__device__ __forceinline__ void wgmma_fence() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_wait_all() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
 
 template <class T>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -128,38 +163,31 @@ __global__ void __launch_bounds__(kThreads, 1)
   allow_dependent_grids();
   __syncthreads();  // the barriers' initialisation, before anyone waits on them
 
-  // 3. Warp (wm, wn) of 4 x 2: rows 32·wm.., columns 32·wn...
-  const int wm = warp & 3, wn = warp >> 2;
-  float acc[2][4][4] = {};
+  const int g = lane >> 2, tq = lane & 3;
   mbar_wait(smem_addr(&bars[0]));
+  // 3. Warpgroup wg: rows 64·wg.., all 64 columns.
+  const int wg = warp >> 2, w = warp & 3;
+  float acc[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) acc[i] = 0.f;
   for (int b = 0; b < boxes; ++b) {
     mbar_wait(smem_addr(&bars[1 + b]));
-    const uint32_t abox = as + uint32_t(b) * kBM * 128;
+    const uint32_t abox = as + uint32_t(b) * kBM * 128 + uint32_t(wg) * 64 * 128;
     const int kend = min(kBox, slice - b * kBox);
-    for (int kk = 0; kk < kend; kk += 16) {
-      const int kcol = b * kBox + kk;
-      uint32_t af[2][4], bf[2][4];
+    wgmma_fence();
 #pragma unroll
-      for (int i = 0; i < 2; ++i)
-        ldmatrix_x4(af[i], abox + swizzled(wm * 32 + i * 16 + (lane & 15), (kk >> 3) + (lane >> 4)));
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-        ldmatrix_x4_trans(bf[j], ws + swizzled(kcol + (lane & 15), wn * 4 + j * 2 + (lane >> 4)));
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int t = 0; t < 4; ++t) mma16816<T>(acc[i][t], af[i], bf[t >> 1][(t & 1) * 2], bf[t >> 1][(t & 1) * 2 + 1]);
-    }
+    for (int kk = 0; kk < kBox; kk += 16)
+      if (kk < kend)  // the last box may be partial
+        wgmma_m64n64k16<T>(acc, sw128_desc(abox + uint32_t(kk) * 2), sw128_desc(ws + uint32_t(b * kBox + kk) * 128));
+    wgmma_commit();
   }
-  const int g = lane >> 2, tq = lane & 3;
+  wgmma_wait_all();
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const int row = wm * 32 + i * 16 + g, col = wn * 32 + t * 8 + 2 * tq;
-      *reinterpret_cast<float2*>(part + row * kPartStride + col) = make_float2(acc[i][t][0], acc[i][t][1]);
-      *reinterpret_cast<float2*>(part + (row + 8) * kPartStride + col) = make_float2(acc[i][t][2], acc[i][t][3]);
-    }
+  for (int j = 0; j < 8; ++j) {
+    const int row = wg * 64 + w * 16 + g, col = j * 8 + 2 * tq;
+    *reinterpret_cast<float2*>(part + row * kPartStride + col) = make_float2(acc[j * 4], acc[j * 4 + 1]);
+    *reinterpret_cast<float2*>(part + (row + 8) * kPartStride + col) = make_float2(acc[j * 4 + 2], acc[j * 4 + 3]);
+  }
 
   // 4. This CTA's share of the tile's 4-column vectors, summed over the cluster in rank order.
   cg::cluster_group cluster = cg::this_cluster();
@@ -279,7 +307,13 @@ cudaError_t launch_split_k_product(const SplitKProduct& p, int sm_count, cudaStr
 
 bool split_k_product_enabled() {
   const char* e = std::getenv("INGOT_CUDA_OWN_GEMM");
-  return e && std::strcmp(e, "1") == 0;
+  if (!e || std::strcmp(e, "1") != 0) return false;
+  // Built for sm_90a alone (wgmma): compute capability 9.0 exactly.
+  int dev = 0, major = 0, minor = 0;
+  return cudaGetDevice(&dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+         minor == 0;
 }
 
 }  // namespace ingot::cuda

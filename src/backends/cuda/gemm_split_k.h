@@ -1,7 +1,8 @@
 // Products of at most 128 rows on a kernel of ingot's own (gemm_split_k.cu), which lt_gemm takes
 // in place of cuBLASLt where it fits when INGOT_CUDA_OWN_GEMM=1 (with INGOT_CUDA_PDL=1 for the
-// overlap below): a transformer's layer products at batch 1 (128 tokens). Off by default: it is
-// slower than cuBLASLt so far.
+// overlap below) on a device of compute capability 9.0 (wgmma, sm_90a code alone): a
+// transformer's layer products at batch 1 (128 tokens). Off by default: it is slower than
+// cuBLASLt so far.
 //
 // Why: at batch 1 a layer is seven kernels of 2-6 us, and the boundaries between them are much
 // of the run. This kernel is launched with programmatic dependent launch
@@ -16,12 +17,12 @@
 // thread-block cluster and add their fp32 partial tiles through distributed shared memory in a
 // fixed order (deterministic), each finishing 1/S of the tile with the epilogue.
 //
-// Where it stands (H100, developer session 18; Nsight Compute at base clocks, cold caches, BERT's
-// batch-1 products QKV / out-projection / FFN 1 / FFN 2): 12.0 / 9.7 / 13.7 / 13.6 us against
-// cuBLASLt's 7.6-8.6 for QKV; in the graph (with dependent launch) BERT-base b1 0.494 ms against
-// 0.405 with cuBLASLt (DistilBERT 0.250 / 0.207). mma.sync runs at about half wgmma's rate and the K-split's
-// cluster reduction costs two cluster barriers; a wgmma version (sm_90a) with the epilogue
-// through shared memory is the next step.
+// Where it stands (H100, developer session 18, with INGOT_CUDA_PDL=1): BERT-base b1 0.422-0.426
+// ms against 0.402-0.410 with cuBLASLt's products, DistilBERT b1 0.216-0.217 against
+// 0.205-0.207; without dependent launch the own products cost 40 us more at BERT-base b1, so
+// the overlap works once the products are ingot's own. Left: about 0.5 us a product, at least
+// part of it the K split's cluster reduction (clusters of 8 were 20 us slower than of 4), and
+// FFN 2's 3072-deep product, which no K slice of 384 covers in four.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -54,9 +55,10 @@ struct SplitKProduct {
   PointwiseActivation act = PointwiseActivation::kRelu;
 };
 
-// The K split S the kernel would take the product with (clusters of S CTAs, at most one CTA per
-// multiprocessor), or 0 when it does not take it: rows beyond 128, columns not a multiple of 64,
-// a K slice that is not a multiple of 16 or beyond 384, or another dtype, beta, alignment.
+// The K split S (at most 4) the kernel would take the product with (clusters of S CTAs, at most
+// one CTA per multiprocessor), or 0 when it does not take it: rows beyond 128, columns not a
+// multiple of 64, a K slice that is not a multiple of 16 or beyond 384, or another dtype, beta,
+// alignment.
 int split_k_plan(const SplitKProduct& p, int sm_count);
 
 // Enqueues the product (p must have a plan); returns the launch's error.
