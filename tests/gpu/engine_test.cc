@@ -297,23 +297,31 @@ TEST(CudaEngine, ShapeOutsideTheProfileIsRefused) {
   EXPECT_NE(r.status().message().find("outside the engine's optimization profiles"), std::string::npos);
 }
 
+// Runs each fixture's fp16 engine with the environment variable `name` unset, then set to
+// `value` (`runs` runs, the graph replayed after the first), through the captured graph and
+// eager launches, and expects the same outputs bit for bit.
+void expect_switch_changes_no_output(const std::vector<Fixture>& fixtures, const char* name, const char* value,
+                                     int runs) {
+  for (const Fixture& f : fixtures) {
+    auto inputs = npz(dir_of(f) / "inputs.npz");
+    for (bool graph : {true, false}) {
+      auto unset = run_engine(model_of(f), inputs, "fp16", graph, 2);
+      ::setenv(name, value, 1);
+      auto set = run_engine(model_of(f), inputs, "fp16", graph, runs);
+      ::unsetenv(name);
+      ASSERT_EQ(set.size(), unset.size());
+      ASSERT_FALSE(set.empty());
+      for (size_t i = 0; i < set.size(); ++i)
+        expect_close(set[i].tensor, unset[i].tensor, 0, 0, f.model + " " + set[i].name + " with " + name);
+    }
+  }
+}
+
 // Prefetching the next steps' weights into L2 (cuda_l2_prefetch.h) is a hint: with it off the
 // fixtures' outputs are bit for bit the same, through the captured graph and eager launches.
 TEST(CudaEngine, L2PrefetchChangesNoOutput) {
   INGOT_REQUIRE_GPU();
-  for (const Fixture& f : {bert(), Fixture{"distilbert", "torchscript"}}) {
-    auto inputs = npz(dir_of(f) / "inputs.npz");
-    for (bool graph : {true, false}) {
-      auto with = run_engine(model_of(f), inputs, "fp16", graph, 2);
-      ::setenv("INGOT_CUDA_L2_PREFETCH", "0", 1);
-      auto without = run_engine(model_of(f), inputs, "fp16", graph, 2);
-      ::unsetenv("INGOT_CUDA_L2_PREFETCH");
-      ASSERT_EQ(with.size(), without.size());
-      ASSERT_FALSE(with.empty());
-      for (size_t i = 0; i < with.size(); ++i)
-        expect_close(with[i].tensor, without[i].tensor, 0, 0, f.model + " " + with[i].name);
-    }
-  }
+  expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}}, "INGOT_CUDA_L2_PREFETCH", "0", 2);
 }
 
 // Programmatic dependent launch (cuda_dependent_launch.h) lets a kernel start before the one
@@ -321,20 +329,9 @@ TEST(CudaEngine, L2PrefetchChangesNoOutput) {
 // those of ordinary launches, in a graph and without one, run after run.
 TEST(CudaEngine, DependentLaunchChangesNoOutput) {
   INGOT_REQUIRE_GPU();
-  for (const Fixture& f : {bert(), Fixture{"distilbert", "torchscript"}, Fixture{"gpt2", "torchscript"},
-                           Fixture{"resnet18", "torchscript"}}) {
-    auto inputs = npz(dir_of(f) / "inputs.npz");
-    for (bool graph : {true, false}) {
-      auto ordinary = run_engine(model_of(f), inputs, "fp16", graph, 2);
-      ::setenv("INGOT_CUDA_PDL", "1", 1);
-      auto dependent = run_engine(model_of(f), inputs, "fp16", graph, 3);
-      ::unsetenv("INGOT_CUDA_PDL");
-      ASSERT_EQ(dependent.size(), ordinary.size());
-      ASSERT_FALSE(dependent.empty());
-      for (size_t i = 0; i < dependent.size(); ++i)
-        expect_close(dependent[i].tensor, ordinary[i].tensor, 0, 0, f.model + " " + dependent[i].name);
-    }
-  }
+  expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}, Fixture{"gpt2", "torchscript"},
+                                   Fixture{"resnet18", "torchscript"}},
+                                  "INGOT_CUDA_PDL", "1", 3);
 }
 
 // INGOT_CUDA_SKIP_OPS (a timing aid): the named op types enqueue nothing, so their outputs are

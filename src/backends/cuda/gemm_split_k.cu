@@ -287,9 +287,8 @@ int split_k_plan(const SplitKProduct& p, int sm_count) {
   return 0;
 }
 
-cudaError_t launch_split_k_product(const SplitKProduct& p, int sm_count, cudaStream_t stream) {
-  const int split = split_k_plan(p, sm_count);
-  if (split == 0) return cudaErrorInvalidValue;
+cudaError_t launch_split_k_product(const SplitKProduct& p, int split, cudaStream_t stream) {
+  if (split < 1 || split > kMaxSplit || p.depth % split != 0) return cudaErrorInvalidValue;
   const int slice = int(p.depth / split);
   CUtensorMap amap, wmap;
   if (!tensor_map(&amap, p.dtype, p.a, p.rows, p.depth, p.lda, kBM) ||

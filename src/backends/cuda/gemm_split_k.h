@@ -61,8 +61,9 @@ struct SplitKProduct {
 // alignment.
 int split_k_plan(const SplitKProduct& p, int sm_count);
 
-// Enqueues the product (p must have a plan); returns the launch's error.
-cudaError_t launch_split_k_product(const SplitKProduct& p, int sm_count, cudaStream_t stream);
+// Enqueues the product with the K split split_k_plan gave it (nonzero); returns the launch's
+// error.
+cudaError_t launch_split_k_product(const SplitKProduct& p, int split, cudaStream_t stream);
 
 // Whether lt_gemm routes the products the kernel takes to it: only with INGOT_CUDA_OWN_GEMM=1
 // (slower than cuBLASLt so far: see the top of this file).

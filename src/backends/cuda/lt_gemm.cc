@@ -411,8 +411,8 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
     own.rows = d.m, own.cols = d.n, own.depth = d.k, own.beta = d.beta, own.dtype = d.dtype;
     own.has_act = d.activation != GemmActivation::kNone;
     own.act = d.activation == GemmActivation::kRelu ? PointwiseActivation::kRelu : PointwiseActivation::kGeluTanh;
-    if (split_k_plan(own, handles.sm_count) > 0) {
-      const cudaError_t e = launch_split_k_product(own, handles.sm_count, handles.stream);
+    if (const int split = split_k_plan(own, handles.sm_count); split > 0) {
+      const cudaError_t e = launch_split_k_product(own, split, handles.stream);
       if (e != cudaSuccess) return gemm_error(d, std::string("split-K product launch: ") + cudaGetErrorString(e));
       return Status::ok();
     }
