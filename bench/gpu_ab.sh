@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B of an environment switch on the GPU machine, in one binary: the fp16 bench engines
+# A/B of environment switches on the GPU machine, in one binary: the fp16 bench engines
 # (exported and built by bench/gpu_bench.py, reused while the work dir holds them) run with the
 # switch unset and set, alternating, ROUNDS times per shape; each run is `ingot bench` with
 # ITERATIONS timed runs, and the line printed is its GPU compute median (CUDA events around the
@@ -9,12 +9,14 @@
 # `ingot build` command as A (the first line of the work dir's ingot_build.log).
 #
 #   scripts/gpu-check.sh --pack                  # here, first: .gpu/pack.tar.xz
-#   bench/gpu_ab.sh NAME=VALUE [--models distilbert,bert] [--batches 1,32] [--rounds 3]
+#   bench/gpu_ab.sh NAME=VALUE [NAME=VALUE...] [--models distilbert,bert] [--batches 1,32] [--rounds 3]
 #                   [--iterations 300] [--at-build]   # on the GPU machine, .gpu carried
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] && [[ "$1" == *=* ]] || { echo "ingot: error: gpu_ab.sh: first argument must be NAME=VALUE" >&2; exit 2; }
-switch=$1; shift
+switches=()
+while [ $# -gt 0 ] && [[ "$1" == *=* ]]; do switches+=("$1"); shift; done
+switch="${switches[*]}"
 source bench/gpu_engines.sh
 rounds=3
 at_build=0
@@ -29,18 +31,18 @@ echo "A/B of $switch (GPU compute median ms of $iterations runs; A unset, B set)
 for m in ${models//,/ }; do
   engine="$work/$m/model.fp16.ingot"
   [ -f "$engine" ] || { echo "$m: no engine"; continue; }
-  engine_b=$engine b_switch=$switch
+  engine_b=$engine b_switch=("${switches[@]}")
   if [ "$at_build" = 1 ]; then
-    engine_b="$engine.B" b_switch=
+    engine_b="$engine.B" b_switch=()
     read -r -a build_cmd < <(head -1 "$work/$m/ingot_build.log")
     for i in "${!build_cmd[@]}"; do [ "${build_cmd[$i]}" = "$engine" ] && build_cmd[$i]=$engine_b; done
-    env "$switch" "${build_cmd[@]}" >/tmp/gpu_ab_build.log 2>&1 || { echo "$m: B build failed"; tail -3 /tmp/gpu_ab_build.log; continue; }
+    env "${switches[@]}" "${build_cmd[@]}" >/tmp/gpu_ab_build.log 2>&1 || { echo "$m: B build failed"; tail -3 /tmp/gpu_ab_build.log; continue; }
   fi
   for b in ${batches//,/ }; do
     shapes=$(bench_shapes "$m" "$b")
     line="$m b$b:"
     for r in $(seq "$rounds"); do
-      line="$line  $(gpu_median "$engine" "$shapes") / $(gpu_median "$engine_b" "$shapes" $b_switch)"
+      line="$line  $(gpu_median "$engine" "$shapes") / $(gpu_median "$engine_b" "$shapes" "${b_switch[@]}")"
     done
     echo "$line"
   done

@@ -31,11 +31,11 @@ bench_shapes() {
   else echo "input_ids:${2}x128,attention_mask:${2}x128"; fi
 }
 
-# gpu_median ENGINE SHAPES [NAME=VALUE]: the GPU compute median (CUDA events around the graph
-# replay) of one `ingot bench` of $iterations runs, with the variable set when given; "failed"
+# gpu_median ENGINE SHAPES [NAME=VALUE...]: the GPU compute median (CUDA events around the graph
+# replay) of one `ingot bench` of $iterations runs, with the variables set when given; "failed"
 # when the bench fails.
 gpu_median() {
-  env ${3:+"$3"} "$ing" bench "$1" --shapes "$2" --iterations "$iterations" --duration 0 --warmup-ms 200 \
+  env "${@:3}" "$ing" bench "$1" --shapes "$2" --iterations "$iterations" --duration 0 --warmup-ms 200 \
     --json /tmp/gpu_median.json >/dev/null 2>&1 || { echo "failed"; return; }
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.4f" % d["results"][0]["ingot"]["gpu_compute"]["median_ms"])' /tmp/gpu_median.json
 }
