@@ -31,6 +31,21 @@ Expected<ClassifierHeadSpec> parse_classifier_head(const Node& node) {
   if (out != 0 && out != int64_t(DType::kFloat32))
     return invalid_model("attribute 'output_dtype' = " + std::to_string(out) + " must be 0 (X's dtype) or 1 (float32)");
   s.float_output = out != 0;
+  s.ffn = node.inputs.size() > kFfnGamma;
+  if (!s.ffn) return s;
+  for (int i : {kFfnGamma, kFfnW1, kFfnW2})
+    if (node.inputs.size() <= size_t(i) || node.inputs[size_t(i)] == kNoValue)
+      return invalid_model("the feed-forward block needs inputs 7 (its LayerNorm's gamma), 9 (W1) and 11 (W2); input " +
+                           std::to_string(i) + " is missing");
+  s.ffn_epsilon = node.attrs.get_float("ffn_epsilon", 1e-5f);
+  if (!(s.ffn_epsilon >= 0))
+    return invalid_model("attribute 'ffn_epsilon' = " + std::to_string(s.ffn_epsilon) + " must be >= 0");
+  const std::string f = node.attrs.get_string("ffn_activation", "");
+  known = false;
+  for (HeadActivation h : {HeadActivation::kNone, HeadActivation::kRelu, HeadActivation::kGeluErf, HeadActivation::kGeluTanh})
+    if (f == head_activation_name(h)) s.ffn_act = h, known = true;
+  if (!known)
+    return invalid_model("attribute 'ffn_activation' = '" + f + "' must be \"\", \"Relu\", \"Gelu\" or \"GeluTanh\"");
   return s;
 }
 

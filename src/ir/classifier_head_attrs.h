@@ -14,10 +14,22 @@ struct ClassifierHeadSpec {
   float epsilon = 1e-5f;
   HeadActivation act = HeadActivation::kNone;
   bool float_output = false;  // output_dtype 1: Y in float32 whatever X's dtype
+  // The transformer's last feed-forward block before the head (inputs 7 to 12 present).
+  bool ffn = false;
+  float ffn_epsilon = 1e-5f;
+  HeadActivation ffn_act = HeadActivation::kNone;  // "", Relu, Gelu or GeluTanh
+};
+
+// The inputs of ingot.ClassifierHead (backends/cpu/classifier_head.cc has the op's contract).
+enum HeadInput {
+  kHeadX, kHeadGamma, kHeadBeta, kHeadW1, kHeadB1, kHeadW2, kHeadB2,
+  kFfnGamma, kFfnBeta, kFfnW1, kFfnB1, kFfnW2, kFfnB2,
+  kHeadInputs
 };
 
 // Errors name the attribute: activation "", "Relu", "Tanh", "Gelu" or "GeluTanh"; epsilon >= 0;
-// output_dtype 0 or 1 (float32).
+// output_dtype 0 or 1 (float32); ffn_activation "", "Relu", "Gelu" or "GeluTanh" and
+// ffn_epsilon >= 0 when the node has the feed-forward inputs (7 to 12; 7, 9 and 11 needed then).
 Expected<ClassifierHeadSpec> parse_classifier_head(const Node& node);
 
 // The activation's name as the attribute spells it ("" for none).

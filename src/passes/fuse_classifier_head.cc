@@ -5,6 +5,15 @@
 //   Y  = FusedMatMul(H, W2, b2)                    N2 = W2's columns ≤ 8 (the logits)
 //   →  Y = ClassifierHead(X, gamma, beta, W1, b1, W2, b2, activation a)
 //
+// When X is the output of the last layer's feed-forward block (post-LN transformers), the block
+// joins the node too (absorb_feed_forward below; the op's inputs 7 to 12):
+//
+//   Hf = LayerNormalization(X0)   G = FusedMatMul(Hf, F1, fb1, act)   X = FusedMatMul(G, F2, fb2, residual Hf)
+//   →  Y = ClassifierHead(X0, ..., ffn_gamma, ffn_beta, F1, fb1, F2, fb2)
+//
+// On a classifier's last layer these run on the gathered rows (gather_rows_early), so at batch 1
+// the block is three more one-row kernels the CUDA kernel takes into its launch.
+//
 // DistilBERT's pre_classifier (ReLU) and BERT's pooler (a Tanh node after it) end this way. At
 // batch 1 each of these three or four ops is one kernel over one row whose cost is its launch
 // inside the CUDA graph (about 2.5 µs each on an H100); the CUDA kernel of the fused op is one
@@ -22,6 +31,7 @@
 #include <optional>
 #include <string>
 
+#include "ir/classifier_head_attrs.h"
 #include "passes/match.h"
 #include "passes/pass.h"
 
@@ -90,12 +100,64 @@ class HeadMatcher {
     if (const Attribute* out = second.attrs.find("output_dtype")) fused.attrs.set("output_dtype", *out);
     removed_ = {f2, f1, ln};
     if (unary_ >= 0) removed_.push_back(unary_);
+    absorb_feed_forward(fused, ln, t);
     return fused;
   }
 
   const std::vector<int>& removed() const { return removed_; }
 
  private:
+  // The last layer's feed-forward block when it makes the head's input X (post-LN transformers:
+  // BERT, DistilBERT), read by the head's LayerNorm alone:
+  //   Hf = LayerNormalization(X0)   G = FusedMatMul(Hf, F1, fb1, act)   X = FusedMatMul(G, F2, fb2) + Hf
+  // the residual Hf folded into the second product (fold_residual_into_product). Then X0 becomes
+  // the fused node's input and the block's weights its inputs 7 to 12.
+  void absorb_feed_forward(Node& fused, int head_ln, DType t) {
+    const ValueId x = ed_.node(head_ln).inputs[0];
+    if (!intermediate(x, head_ln)) return;
+    const int p2 = ed_.producer(x);
+    if (p2 < 0 || !ed_.alive(p2)) return;
+    const Node& second = ed_.node(p2);
+    if (!is_op(second, "FusedMatMul", "ingot") || second.inputs.size() != 4 || second.inputs[3] == kNoValue ||
+        second.outputs.size() != 1 || !second.attrs.get_string("activation", "").empty() ||
+        second.attrs.get_int("output_dtype", 0) != 0)
+      return;
+    const ValueId g = second.inputs[0], hf = second.inputs[3];
+    if (!intermediate(g, p2)) return;
+    const int p1 = ed_.producer(g);
+    if (p1 < 0 || !ed_.alive(p1)) return;
+    const Node& first = ed_.node(p1);
+    if (!product(first, /*first=*/true) || first.inputs[0] != hf) return;
+    const int ln = producer_if(ed_, hf, "LayerNormalization");
+    if (ln < 0 || !layer_norm(ed_.node(ln))) return;
+    const auto& readers = ed_.consumers(hf);
+    if (readers.size() != 2 || ed_.is_graph_output(hf) || ed_.read_by_subgraph(hf)) return;
+    const Node& norm = ed_.node(ln);
+    const Tensor* f1 = ed_.constant(first.inputs[1]);
+    const Tensor* f2 = ed_.constant(second.inputs[1]);
+    const Tensor* gamma = ed_.constant(norm.inputs[1]);
+    if (!f2 || f2->rank() != 2) return;
+    const int64_t K = f1->dim(0), NF = f1->dim(1);
+    // K wider than the logits and whole 16-byte rows: the residual product's condition on CUDA
+    // (backends/cuda/gemm.cc), which the fused op's composed path keeps.
+    if (f2->dim(0) != NF || f2->dim(1) != K || K <= kMaxLogits || (K * int64_t(dtype_size(t))) % 16 != 0 ||
+        gamma->rank() != 1 || gamma->numel() != K)
+      return;
+    if (!absent(norm, 2) && !same_shape(norm.inputs[2], *gamma)) return;
+    if (!absent(first, 2) && !vector_of(first.inputs[2], NF)) return;
+    if (!absent(second, 2) && !vector_of(second.inputs[2], K)) return;
+    auto input = [](const Node& n, size_t i) { return absent(n, i) ? kNoValue : n.inputs[i]; };
+    for (ValueId v : {norm.inputs[0], norm.inputs[1], input(norm, 2), first.inputs[1], input(first, 2), second.inputs[1],
+                      input(second, 2), hf, g, x})
+      if (v != kNoValue && dtype_of(v) != t) return;
+    fused.inputs[kHeadX] = norm.inputs[0];
+    for (ValueId v : {norm.inputs[1], input(norm, 2), first.inputs[1], input(first, 2), second.inputs[1], input(second, 2)})
+      fused.inputs.push_back(v);
+    fused.attrs.set_float("ffn_epsilon", norm.attrs.get_float("epsilon", 1e-5f));
+    fused.attrs.set_string("ffn_activation", first.attrs.get_string("activation", ""));
+    for (int r : {p2, p1, ln}) removed_.push_back(r);
+  }
+
   // A FusedMatMul the head can take: constant 2-D W, no residual; the first writes its input's
   // dtype with any activation the fused op knows, the second has no activation.
   bool product(const Node& n, bool first) const {
@@ -163,7 +225,10 @@ class FuseClassifierHead : public Pass {
       HeadMatcher m(ed, metas);
       std::optional<Node> fused = m.match(i);
       if (!fused) continue;
-      ctx.note("LayerNormalization, two FusedMatMuls" + std::string(m.removed().size() > 3 ? " and an activation" : "") +
+      const bool ffn = fused->inputs.size() > kFfnGamma;
+      const size_t head_ops = m.removed().size() - (ffn ? 3 : 0);
+      ctx.note("LayerNormalization, two FusedMatMuls" + std::string(head_ops > 3 ? " and an activation" : "") +
+               (ffn ? " with the feed-forward block before them (LayerNormalization, two FusedMatMuls)" : "") +
                " fused into ClassifierHead '" + fused->name + "'");
       for (int r : m.removed()) ed.remove_node(r);
       ed.add_node(std::move(*fused));

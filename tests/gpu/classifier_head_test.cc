@@ -3,7 +3,7 @@
 // X's dtype or float32, hidden widths of one or several column groups per CTA, K that needs more
 // than one round of register loads or is odd, optional beta and biases; each engine is run three
 // times, so the CUDA graph's replays are checked as well as its eager first run (and the grid
-// counter the last CTA resets).
+// counter the last CTA resets). The same with the feed-forward block before the head.
 #include <cmath>
 
 #include "../ops/graph_builder.h"
@@ -18,6 +18,8 @@ struct Case {
   const char* act;
   bool float_out = false, biases = true;
   bool runtime_w1 = false;  // W1 a graph input instead of a constant
+  int64_t NF = 0;           // > 0: the feed-forward block before the head, NF wide
+  const char* ffn_act = "Gelu";
 };
 
 Model head_model(const Case& c, const std::vector<Tensor>& w) {
@@ -29,10 +31,16 @@ Model head_model(const Case& c, const std::vector<Tensor>& w) {
   ValueId x = b.input("X", c.dt, {c.rows, c.K});
   auto opt = [&](size_t i, const char* name) { return c.biases ? b.constant(name, w[i]) : kNoValue; };
   const ValueId w1 = c.runtime_w1 ? b.input("W1", c.dt, {c.K, c.N1}) : b.constant("W1", w[2]);
-  b.output(b.node("ClassifierHead",
-                  {x, b.constant("gamma", w[0]), opt(1, "beta"), w1, opt(3, "b1"),
-                   b.constant("W2", w[4]), opt(5, "b2")},
-                  a, "ingot"));
+  std::vector<ValueId> inputs = {x, b.constant("gamma", w[0]), opt(1, "beta"), w1, opt(3, "b1"),
+                                 b.constant("W2", w[4]), opt(5, "b2")};
+  if (c.NF > 0) {
+    a.set("ffn_activation", string_attr(c.ffn_act));
+    a.set("ffn_epsilon", float_attr(1e-5f));
+    for (ValueId v : {b.constant("ffn_gamma", w[6]), opt(7, "ffn_beta"), b.constant("F1", w[8]), opt(9, "fb1"),
+                      b.constant("F2", w[10]), opt(11, "fb2")})
+      inputs.push_back(v);
+  }
+  b.output(b.node("ClassifierHead", inputs, a, "ingot"));
   if (c.float_out) b.m.graph.value(b.m.graph.outputs[0]).dtype = DType::kFloat32;
   return b.m;
 }
@@ -41,11 +49,17 @@ void check(const Case& c) {
   const std::string what = dtype_name(c.dt) + " rows " + std::to_string(c.rows) + " K " + std::to_string(c.K) +
                            " N1 " + std::to_string(c.N1) + " N2 " + std::to_string(c.N2) + " act '" + c.act + "'" +
                            (c.float_out ? " -> float32" : "") + (c.biases ? "" : " no beta/biases") +
-                           (c.runtime_w1 ? " runtime W1" : "");
+                           (c.runtime_w1 ? " runtime W1" : "") +
+                           (c.NF > 0 ? std::string(" block NF ") + std::to_string(c.NF) + " '" + c.ffn_act + "'" : "");
   // Weights of a trained head's scale: H and the logits stay near 1.
   const std::vector<Tensor> w = {random_of(c.dt, {c.K}, 1, 0.5, 1.5), random_of(c.dt, {c.K}, 2, -0.5, 0.5),
                                  random_of(c.dt, {c.K, c.N1}, 3, -0.06, 0.06), random_of(c.dt, {c.N1}, 4, -0.5, 0.5),
-                                 random_of(c.dt, {c.N1, c.N2}, 5, -0.06, 0.06), random_of(c.dt, {c.N2}, 6, -0.5, 0.5)};
+                                 random_of(c.dt, {c.N1, c.N2}, 5, -0.06, 0.06), random_of(c.dt, {c.N2}, 6, -0.5, 0.5),
+                                 random_of(c.dt, {c.K}, 8, 0.5, 1.5), random_of(c.dt, {c.K}, 9, -0.5, 0.5),
+                                 random_of(c.dt, {c.K, std::max<int64_t>(c.NF, 1)}, 10, -0.06, 0.06),
+                                 random_of(c.dt, {std::max<int64_t>(c.NF, 1)}, 11, -0.5, 0.5),
+                                 random_of(c.dt, {std::max<int64_t>(c.NF, 1), c.K}, 12, -0.03, 0.03),
+                                 random_of(c.dt, {c.K}, 13, -0.5, 0.5)};
   const Model m = head_model(c, w);
   std::map<std::string, Tensor> feeds{{"X", random_of(c.dt, {c.rows, c.K}, 7, -2, 2)}};
   if (c.runtime_w1) feeds["W1"] = w[2];
@@ -58,7 +72,8 @@ void check(const Case& c) {
   auto ctx = (*e)->create_context();
   // Both sides round the normalized rows and H to X's dtype; they differ by summation order (and
   // for half GELU on the composed path, cuBLASLt's tanh form), so a rounding of H may flip.
-  const double tol = c.dt == DType::kFloat32 ? 1e-4 : c.dt == DType::kFloat16 ? 3e-3 : 2e-2;
+  // The block adds two more such roundings (G and its output) before the head's LayerNorm.
+  const double tol = c.dt == DType::kFloat32 ? 1e-4 : (c.dt == DType::kFloat16 ? 3e-3 : 2e-2) * (c.NF > 0 ? 2 : 1);
   for (int run = 0; run < 3; ++run) {
     auto out = ctx->run(feeds);
     ASSERT_TRUE(out.has_value()) << what << ": " << out.status().message();
@@ -77,6 +92,31 @@ TEST(GpuClassifierHead, OneKernelPathMatchesCpu) {
     check({dt, 2, 96, 200, 3, "Tanh", false, false});  // no beta or biases
     check({dt, 1, 768, 768, 2, "Relu", false, true, true});
     check({dt, 2, 1024, 3072, 8, "Tanh", true, true, true});
+  }
+}
+
+// The head with the feed-forward block: one kernel (classifier_tail.cu) for 1 and 2 rows, the
+// block's three kernels and the head's otherwise; DistilBERT's sizes, a block narrower than the
+// SMs' count of column groups, every block activation, no beta or biases.
+TEST(GpuClassifierHead, WithFeedForwardBlockMatchesCpu) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t rows : {1, 2, 3, 8}) {
+      Case c{dt, rows, 768, 768, 2, "Relu"};
+      c.NF = 3072;
+      check(c);
+    }
+    for (const char* act : {"", "Relu", "GeluTanh"}) {
+      Case c{dt, 1, 768, 768, 2, "Tanh", true};
+      c.NF = 3072, c.ffn_act = act;
+      check(c);
+    }
+    Case small{dt, 2, 64, 48, 3, "Tanh", false, false};  // few column groups, no beta or biases
+    small.NF = 128;
+    check(small);
+    Case wide{dt, 1, 1024, 1024, 8, "Relu"};  // the widest K the one kernel takes
+    wide.NF = 4096;
+    check(wide);
   }
 }
 

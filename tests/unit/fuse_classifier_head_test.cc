@@ -5,6 +5,8 @@
 // intermediate or a wide second product stops it, the op's kernel rejects bad inputs with one
 // line naming them, and the sequence classifiers of both exporters (DistilBERT's ReLU head,
 // BERT's and RoBERTa's Tanh heads) end in one such node whose outputs still match PyTorch's.
+// A feed-forward block (LayerNorm, product with activation, product with the residual) that
+// makes the head's input joins the node, unless its normalized rows have another reader.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,13 +50,38 @@ struct HeadOptions {
   int64_t logits = 2;
   bool hidden_output = false;  // H is a graph output too
   bool second_act = false;     // the second product has a ReLU
+  // The feed-forward block before the head: "" none, else its first product's activation ("-"
+  // for none).
+  std::string ffn;
+  bool ffn_shared = false;  // the block's normalized rows Hf are a graph output too
 };
 
+constexpr int64_t FF = 40;  // the block's hidden width
+
+// Hf = LayerNormalization(X0), G = FusedMatMul(Hf, F1, fb1, act), X = FusedMatMul(G, F2, fb2,
+// residual Hf): a post-LN transformer's feed-forward block as the earlier passes leave it.
+ValueId feed_forward(GraphBuilder& b, ValueId x0, const HeadOptions& h) {
+  Attributes ln;
+  ln.set("epsilon", float_attr(1e-5f));
+  ValueId hf = b.node("LayerNormalization",
+                      {x0, b.constant("ffn_gamma", random_tensor({E}, 11)), b.constant("ffn_beta", random_tensor({E}, 12))}, ln);
+  Attributes first;
+  if (h.ffn != "-") first.set("activation", string_attr(h.ffn));
+  ValueId g = b.node("FusedMatMul", {hf, b.constant("F1", random_tensor({E, FF}, 13)), b.constant("fb1", random_tensor({FF}, 14))},
+                     first, "ingot");
+  if (h.ffn_shared) b.output(hf);
+  return b.node("FusedMatMul",
+                {g, b.constant("F2", random_tensor({FF, E}, 15)), b.constant("fb2", random_tensor({E}, 16)), hf}, Attributes{},
+                "ingot");
+}
+
 // X [B, E] → LayerNormalization → FusedMatMul(W1, b1) [→ unary] → FusedMatMul(W2, b2), as the
-// optimizer's earlier passes leave a classifier's head.
+// optimizer's earlier passes leave a classifier's head; with h.ffn, X is the output of a
+// feed-forward block.
 Model head_model(const HeadOptions& h) {
   GraphBuilder b("test:classifier_head");
   ValueId x = b.input("X", DType::kFloat32, {B, E});
+  if (!h.ffn.empty()) x = feed_forward(b, x, h);
   Attributes ln;
   ln.set("axis", int_attr(-1));
   ln.set("epsilon", float_attr(1e-6f));
@@ -98,6 +125,35 @@ TEST(FuseClassifierHead, EveryActivationFormFusesForCudaAndMatchesTheOps) {
     EXPECT_EQ(cpu_rewrites, 0) << what;
     EXPECT_EQ(heads(cpu), 0) << what;
   }
+}
+
+TEST(FuseClassifierHead, FeedForwardBlockJoinsTheHeadAndMatchesTheOps) {
+  const std::map<std::string, Tensor> feeds{{"X", random_tensor({B, E}, 7, -3, 3)}};
+  for (const char* act : {"Gelu", "Relu", "-", "GeluTanh"}) {
+    HeadOptions h{"Relu", ""};
+    h.ffn = act;
+    const std::string what = std::string("block activation ") + act;
+    const Model original = head_model(h);
+    auto [cuda, rewrites] = optimized_for(original, "cuda");
+    EXPECT_EQ(rewrites, 1) << what;
+    ASSERT_EQ(cuda.graph.nodes.size(), 1u) << what;
+    const Node& n = cuda.graph.nodes[0];
+    ASSERT_EQ(n.inputs.size(), 13u) << what;
+    EXPECT_EQ(n.inputs[0], original.graph.inputs[0]) << what;
+    EXPECT_EQ(n.attrs.get_string("ffn_activation", "?"), std::string(act) == "-" ? "" : act) << what;
+    EXPECT_FLOAT_EQ(n.attrs.get_float("ffn_epsilon", 0.f), 1e-5f) << what;
+    EXPECT_LE(max_output_diff(run_as_is(cuda, feeds), run_as_is(original, feeds)), 2e-5) << what;
+  }
+  // Hf read by a third reader (here a graph output): the head fuses, the block stays.
+  HeadOptions shared{"Relu", ""};
+  shared.ffn = "Gelu";
+  shared.ffn_shared = true;
+  auto [cuda, rewrites] = optimized_for(head_model(shared), "cuda");
+  EXPECT_EQ(rewrites, 1);
+  EXPECT_EQ(heads(cuda), 1);
+  for (const Node& n : cuda.graph.nodes)
+    if (n.op_type == "ClassifierHead") EXPECT_EQ(n.inputs.size(), 7u);
+  EXPECT_EQ(heads(optimized_for(head_model(shared), "cpu").first), 0);
 }
 
 TEST(FuseClassifierHead, SharedIntermediateWideOrActivatedLogitsStayUnfused) {
@@ -146,6 +202,34 @@ TEST(FuseClassifierHead, KernelChecksItsInputsAndAttributes) {
   EXPECT_NE(act.find("attribute 'activation' = 'Swish'"), std::string::npos) << act;
   const std::string dt = attempt({E, F}, {2}, "Tanh", DType::kFloat16);
   EXPECT_NE(dt.find("input 1 (gamma) has dtype float16, X has float32"), std::string::npos) << dt;
+
+  // With the feed-forward block's inputs.
+  auto attempt_ffn = [](Shape f2_shape, bool with_f1, const std::string& act) {
+    GraphBuilder b("test:classifier_head_ffn_op");
+    ValueId x = b.input("X", DType::kFloat32, {B, E});
+    Attributes a;
+    a.set("ffn_activation", string_attr(act));
+    b.output(b.node("ClassifierHead",
+                    {x, b.constant("gamma", random_tensor({E}, 1)), kNoValue, b.constant("W1", random_tensor({E, F}, 3)),
+                     kNoValue, b.constant("W2", random_tensor({F, 2}, 5)), kNoValue,
+                     b.constant("ffn_gamma", random_tensor({E}, 11)), kNoValue,
+                     with_f1 ? b.constant("F1", random_tensor({E, FF}, 13)) : kNoValue, kNoValue,
+                     b.constant("F2", random_tensor(f2_shape, 15)), kNoValue},
+                    a, "ingot"));
+    EngineOptions o;
+    o.optimize = false;
+    auto e = Engine::from_model(b.m, o);
+    if (!e) return e.status().message();
+    auto out = (*e)->create_context()->run({{"X", random_tensor({B, E}, 7)}});
+    return out ? std::string() : out.status().message();
+  };
+  EXPECT_EQ(attempt_ffn({FF, E}, true, "Gelu"), "");
+  const std::string f2 = attempt_ffn({FF, E + 1}, true, "Gelu");
+  EXPECT_NE(f2.find("input 11 (F2) has shape 40x17, expected [40, 16]"), std::string::npos) << f2;
+  const std::string f1 = attempt_ffn({FF, E}, false, "Gelu");
+  EXPECT_NE(f1.find("input 9"), std::string::npos) << f1;
+  const std::string fa = attempt_ffn({FF, E}, true, "Tanh");
+  EXPECT_NE(fa.find("attribute 'ffn_activation' = 'Tanh'"), std::string::npos) << fa;
 }
 
 // The sequence classifiers of both exporters: the head after the last layer is one
@@ -162,6 +246,9 @@ TEST(FuseClassifierHead, SequenceClassifierFixtures) {
       for (const Node& n : cuda.graph.nodes)
         if (n.op_type == "ClassifierHead") {
           EXPECT_EQ(n.attrs.get_string("activation", "?"), std::string(model) == "distilbert" ? "Relu" : "Tanh") << what;
+          // The last layer's feed-forward block (post-LN, GELU) is part of it.
+          EXPECT_EQ(n.inputs.size(), 13u) << what;
+          EXPECT_EQ(n.attrs.get_string("ffn_activation", "?"), "Gelu") << what;
         }
       auto outs = run_as_is(cuda, f->inputs);
       ASSERT_FALSE(outs.empty()) << what;

@@ -1,15 +1,23 @@
 // ingot.ClassifierHead (made by the fuse_classifier_head pass, CUDA engines): a sequence
-// classifier's head on the rows it reads, as one op:
+// classifier's head on the rows it reads, as one op, optionally with the transformer's last
+// feed-forward block before it:
 //
+//   (with inputs 7 to 12)
+//   Hf = LayerNorm(X, ffn_gamma, ffn_beta)   over the last axis (ffn_epsilon), rounded to X's dtype
+//   G  = ffn_act(Hf · F1 + fb1)              rounded to X's dtype
+//   X  = G · F2 + fb2 + Hf                   rounded to X's dtype (the block's residual)
+//   (the head)
 //   Xn = LayerNorm(X, gamma, beta)          over the last axis, rounded to X's dtype
 //   H  = act(Xn · W1 + b1)                   rounded to X's dtype
 //   Y  = H · W2 + b2                         in X's dtype, or float32 (output_dtype 1)
 //
 // inputs X [..., K], gamma [K], beta [K] (optional), W1 [K, N1], b1 [N1] (optional),
-// W2 [N1, N2], b2 [N2] (optional); attributes epsilon, activation ("" | "Relu" | "Tanh" |
-// "Gelu" | "GeluTanh"), output_dtype (0: X's dtype, 1: float32). Every input shares X's dtype.
-// The rounding points are the unfused graph's (each op stores its output), so this kernel is the
-// reference the CUDA kernel is tested against; CPU engines never make the op.
+// W2 [N1, N2], b2 [N2] (optional), then optionally ffn_gamma [K], ffn_beta [K] (optional),
+// F1 [K, NF], fb1 [NF] (optional), F2 [NF, K], fb2 [K] (optional); attributes epsilon,
+// activation ("" | "Relu" | "Tanh" | "Gelu" | "GeluTanh"), output_dtype (0: X's dtype, 1:
+// float32), ffn_epsilon, ffn_activation ("" | "Relu" | "Gelu" | "GeluTanh"). Every input
+// shares X's dtype. The rounding points are the unfused graph's (each op stores its output), so
+// this kernel is the reference the CUDA kernel is tested against; CPU engines never make the op.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -38,6 +46,66 @@ float activate(float v, HeadActivation act) {
   return v;
 }
 
+// A LayerNorm over rows of K with float32 statistics, its output rounded to T.
+template <class T>
+struct Norm {
+  std::vector<float> gamma, beta;
+  float epsilon = 0.f;
+  std::vector<float> apply(const std::vector<float>& x) const {
+    const size_t K = x.size();
+    double sum = 0, sq = 0;
+    for (float v : x) sum += double(v);
+    const double mean = K ? sum / double(K) : 0;
+    for (float v : x) sq += (double(v) - mean) * (double(v) - mean);
+    const float inv = float(1.0 / std::sqrt((K ? sq / double(K) : 0) + double(epsilon)));
+    std::vector<float> y(K);
+    for (size_t k = 0; k < K; ++k) y[k] = float(T((x[k] - float(mean)) * inv * gamma[k] + beta[k]));
+    return y;
+  }
+};
+
+// y = act(x · W + bias [+ residual]) with float32 sums, rounded to T unless `round` is false.
+template <class T>
+struct Product {
+  const T* w = nullptr;
+  int64_t K = 0, N = 0;
+  std::vector<float> bias;
+  std::vector<float> apply(const std::vector<float>& x, HeadActivation act, const std::vector<float>* residual = nullptr,
+                           bool round = true) const {
+    std::vector<float> acc(size_t(N), 0.f);
+    for (int64_t k = 0; k < K; ++k) {
+      const T* wk = w + k * N;
+      for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += x[size_t(k)] * float(wk[j]);
+    }
+    for (int64_t j = 0; j < N; ++j) {
+      float v = acc[size_t(j)] + bias[size_t(j)];
+      if (residual) v += (*residual)[size_t(j)];
+      v = activate(v, act);
+      acc[size_t(j)] = round ? float(T(v)) : v;
+    }
+    return acc;
+  }
+};
+
+template <class T>
+std::vector<float> values_of(const ComputeContext& ctx, int i, int64_t n, float absent) {
+  std::vector<float> v(size_t(n), absent);
+  if (ctx.has_input(i))
+    for (int64_t k = 0; k < n; ++k) v[size_t(k)] = float(ctx.input(i).data<T>()[k]);
+  return v;
+}
+
+template <class T>
+Norm<T> norm_of(const ComputeContext& ctx, int gamma, int beta, int64_t K, float epsilon) {
+  return Norm<T>{values_of<T>(ctx, gamma, K, 1.f), values_of<T>(ctx, beta, K, 0.f), epsilon};
+}
+
+template <class T>
+Product<T> product_of(const ComputeContext& ctx, int w, int bias) {
+  const Tensor& t = ctx.input(w);
+  return Product<T>{t.data<T>(), t.dim(0), t.dim(1), values_of<T>(ctx, bias, t.dim(1), 0.f)};
+}
+
 class ClassifierHeadKernel : public OpKernel {
  public:
   bool writes_every_output_element() const override { return true; }
@@ -48,82 +116,93 @@ class ClassifierHeadKernel : public OpKernel {
   }
 
   Status infer(InferContext& ctx) const override {
-    static const char* names[] = {"X", "gamma", "beta", "W1", "b1", "W2", "b2"};
-    if (ctx.num_inputs() != 7) return invalid_model("needs 7 inputs (X, gamma, beta, W1, b1, W2, b2), got " +
-                                                    std::to_string(ctx.num_inputs()));
-    for (int i : {0, 1, 3, 5})
-      if (!ctx.has_input(i)) return invalid_model(std::string("needs input ") + std::to_string(i) + " (" + names[i] + ")");
+    static const char* names[] = {"X", "gamma", "beta", "W1", "b1", "W2", "b2",
+                                  "ffn_gamma", "ffn_beta", "F1", "fb1", "F2", "fb2"};
+    const int n = ctx.num_inputs();
+    if (n != kFfnGamma && n != kHeadInputs)
+      return invalid_model("needs 7 inputs (X, gamma, beta, W1, b1, W2, b2), or 13 with the feed-forward block's "
+                           "(ffn_gamma, ffn_beta, F1, fb1, F2, fb2), got " + std::to_string(n));
+    for (int i : {kHeadX, kHeadGamma, kHeadW1, kHeadW2, kFfnGamma, kFfnW1, kFfnW2})
+      if (i < n && !ctx.has_input(i))
+        return invalid_model(std::string("needs input ") + std::to_string(i) + " (" + names[i] + ")");
     INGOT_RETURN_IF_ERROR(check_float(ctx, 0, "X"));
     const DType t = ctx.input_dtype(0);
-    for (int i = 1; i < 7; ++i)
+    for (int i = 1; i < n; ++i)
       if (ctx.has_input(i) && ctx.input_dtype(i) != t)
         return invalid_argument("input " + std::to_string(i) + " (" + names[i] + ") has dtype " +
                                 dtype_name(ctx.input_dtype(i)) + ", X has " + dtype_name(t));
     const Shape& x = ctx.input_shape(0);
-    const Shape& w1 = ctx.input_shape(3);
-    const Shape& w2 = ctx.input_shape(5);
     if (x.empty()) return invalid_argument("input 0 (X) must have rank >= 1, got a scalar");
-    if (w1.size() != 2 || w1[0] != x.back())
-      return invalid_argument("input 3 (W1) has shape " + shape_str(w1) + ", expected [" + std::to_string(x.back()) +
-                              ", N1] (K = X's last dim)");
-    if (w2.size() != 2 || w2[0] != w1[1])
-      return invalid_argument("input 5 (W2) has shape " + shape_str(w2) + ", expected [" + std::to_string(w1[1]) +
-                              ", N2] (N1 = W1's columns)");
-    const int64_t lengths[] = {0, x.back(), x.back(), 0, w1[1], 0, w2[1]};
-    for (int i : {1, 2, 4, 6}) {
-      if (!ctx.has_input(i)) continue;
+    const int64_t K = x.back();
+    auto matrix = [&](int i, int64_t rows, const char* cols) -> Status {
       const Shape& s = ctx.input_shape(i);
-      if (s.size() != 1 || s[0] != lengths[i])
+      if (s.size() != 2 || s[0] != rows)
         return invalid_argument("input " + std::to_string(i) + " (" + names[i] + ") has shape " + shape_str(s) +
-                                ", expected [" + std::to_string(lengths[i]) + "]");
+                                ", expected [" + std::to_string(rows) + ", " + cols + "]");
+      return Status::ok();
+    };
+    auto vector = [&](int i, int64_t len) -> Status {
+      if (!ctx.has_input(i)) return Status::ok();
+      const Shape& s = ctx.input_shape(i);
+      if (s.size() != 1 || s[0] != len)
+        return invalid_argument("input " + std::to_string(i) + " (" + names[i] + ") has shape " + shape_str(s) +
+                                ", expected [" + std::to_string(len) + "]");
+      return Status::ok();
+    };
+    INGOT_RETURN_IF_ERROR(matrix(kHeadW1, K, "N1] (K = X's last dim"));
+    const int64_t N1 = ctx.input_shape(kHeadW1)[1];
+    INGOT_RETURN_IF_ERROR(matrix(kHeadW2, N1, "N2] (N1 = W1's columns"));
+    INGOT_RETURN_IF_ERROR(vector(kHeadGamma, K));
+    INGOT_RETURN_IF_ERROR(vector(kHeadBeta, K));
+    INGOT_RETURN_IF_ERROR(vector(kHeadB1, N1));
+    INGOT_RETURN_IF_ERROR(vector(kHeadB2, ctx.input_shape(kHeadW2)[1]));
+    if (n == kHeadInputs) {
+      INGOT_RETURN_IF_ERROR(matrix(kFfnW1, K, "NF] (K = X's last dim"));
+      const int64_t NF = ctx.input_shape(kFfnW1)[1];
+      const std::string k = std::to_string(K) + "] (K = X's last dim";
+      INGOT_RETURN_IF_ERROR(matrix(kFfnW2, NF, k.c_str()));
+      if (ctx.input_shape(kFfnW2)[1] != K)
+        return invalid_argument("input 11 (F2) has shape " + shape_str(ctx.input_shape(kFfnW2)) + ", expected [" +
+                                std::to_string(NF) + ", " + std::to_string(K) + "] (K = X's last dim)");
+      INGOT_RETURN_IF_ERROR(vector(kFfnGamma, K));
+      INGOT_RETURN_IF_ERROR(vector(kFfnBeta, K));
+      INGOT_RETURN_IF_ERROR(vector(kFfnB1, NF));
+      INGOT_RETURN_IF_ERROR(vector(kFfnB2, K));
     }
     Shape out(x.begin(), x.end() - 1);
-    out.push_back(w2[1]);
+    out.push_back(ctx.input_shape(kHeadW2)[1]);
     ctx.set_output(0, spec_.float_output ? DType::kFloat32 : t, out);
     return Status::ok();
   }
 
   Status compute(ComputeContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    const int64_t K = x.shape().back(), N1 = ctx.input(3).dim(1), N2 = ctx.input(5).dim(1);
+    const Tensor& x = ctx.input(kHeadX);
+    const int64_t K = x.shape().back(), N2 = ctx.input(kHeadW2).dim(1);
     const int64_t rows = K ? x.numel() / K : ctx.output(0).numel() / std::max<int64_t>(N2, 1);
     dispatch_float(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      auto values = [&](int i, int64_t n, float def) {
-        std::vector<float> v(size_t(n), def);
-        if (ctx.has_input(i))
-          for (int64_t k = 0; k < n; ++k) v[size_t(k)] = float(ctx.input(i).data<T>()[k]);
-        return v;
-      };
-      const std::vector<float> gamma = values(1, K, 1.f), beta = values(2, K, 0.f), b1 = values(4, N1, 0.f),
-                               b2 = values(6, N2, 0.f);
+      const Norm<T> head_norm = norm_of<T>(ctx, kHeadGamma, kHeadBeta, K, spec_.epsilon);
+      const Product<T> w1 = product_of<T>(ctx, kHeadW1, kHeadB1), w2 = product_of<T>(ctx, kHeadW2, kHeadB2);
+      const Norm<T> ffn_norm = spec_.ffn ? norm_of<T>(ctx, kFfnGamma, kFfnBeta, K, spec_.ffn_epsilon) : Norm<T>{};
+      const Product<T> f1 = spec_.ffn ? product_of<T>(ctx, kFfnW1, kFfnB1) : Product<T>{};
+      const Product<T> f2 = spec_.ffn ? product_of<T>(ctx, kFfnW2, kFfnB2) : Product<T>{};
       const T* px = x.data<T>();
-      const T* w1 = ctx.input(3).data<T>();
-      const T* w2 = ctx.input(5).data<T>();
       Tensor& y = ctx.output(0);
       parallel_for(rows, 1, [&](int64_t b, int64_t e) {
-        std::vector<float> xn(static_cast<size_t>(K)), h(static_cast<size_t>(N1));
+        std::vector<float> xr(static_cast<size_t>(K)), xn, g, h, out;
         for (int64_t r = b; r < e; ++r) {
-          const T* xr = px + r * K;
-          double sum = 0, sq = 0;
-          for (int64_t k = 0; k < K; ++k) sum += double(float(xr[k]));
-          const double mean = K ? sum / double(K) : 0;
-          for (int64_t k = 0; k < K; ++k) sq += (double(float(xr[k])) - mean) * (double(float(xr[k])) - mean);
-          const float inv = float(1.0 / std::sqrt((K ? sq / double(K) : 0) + double(spec_.epsilon)));
-          for (int64_t k = 0; k < K; ++k)
-            xn[size_t(k)] = float(T((float(xr[k]) - float(mean)) * inv * gamma[size_t(k)] + beta[size_t(k)]));
-          std::vector<float> acc(static_cast<size_t>(N1), 0.f);
-          for (int64_t k = 0; k < K; ++k) {
-            const T* wk = w1 + k * N1;
-            for (int64_t j = 0; j < N1; ++j) acc[size_t(j)] += xn[size_t(k)] * float(wk[j]);
+          for (int64_t k = 0; k < K; ++k) xr[size_t(k)] = float(px[r * K + k]);
+          if (spec_.ffn) {
+            const std::vector<float> hf = ffn_norm.apply(xr);
+            g = f1.apply(hf, spec_.ffn_act);
+            xr = f2.apply(g, HeadActivation::kNone, &hf);
           }
-          for (int64_t j = 0; j < N1; ++j) h[size_t(j)] = float(T(activate(acc[size_t(j)] + b1[size_t(j)], spec_.act)));
+          xn = head_norm.apply(xr);
+          h = w1.apply(xn, spec_.act);
+          out = w2.apply(h, HeadActivation::kNone, nullptr, /*round=*/false);
           for (int64_t n = 0; n < N2; ++n) {
-            float v = 0.f;
-            for (int64_t j = 0; j < N1; ++j) v += h[size_t(j)] * float(w2[j * N2 + n]);
-            v += b2[size_t(n)];
-            if (spec_.float_output) y.data<float>()[r * N2 + n] = v;
-            else y.data<T>()[r * N2 + n] = T(v);
+            if (spec_.float_output) y.data<float>()[r * N2 + n] = out[size_t(n)];
+            else y.data<T>()[r * N2 + n] = T(out[size_t(n)]);
           }
         }
       });

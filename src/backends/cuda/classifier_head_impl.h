@@ -51,4 +51,37 @@ size_t classifier_head_shares_bytes(int64_t N1, int sm_count);
 // is false, W1 is not 16-byte aligned or the scratch or counter is missing.
 cudaError_t launch_classifier_head(const HeadLaunch& a, cudaStream_t stream);
 
+// The head with the transformer's last feed-forward block before it (inputs 7 to 12 of the op),
+// in one launch for at most kHeadMaxRows rows: head.x is the block's input X0.
+struct TailLaunch {
+  HeadLaunch head;                // shares and counter unused: the scratch below holds them
+  const void* ffn_gamma = nullptr;  // [K]
+  const void* ffn_beta = nullptr;   // [K] or null
+  const void* f1 = nullptr;         // [K, NF], 16-byte aligned
+  const void* fb1 = nullptr;        // [NF] or null
+  const void* f2 = nullptr;         // [NF, K], 16-byte aligned
+  const void* fb2 = nullptr;        // [K] or null
+  int64_t NF = 0;
+  float ffn_epsilon = 1e-5f;
+  bool ffn_has_act = false;
+  PointwiseActivation ffn_act = PointwiseActivation::kRelu;
+  void* scratch = nullptr;  // classifier_tail_scratch_bytes, 256-byte aligned
+};
+
+// Whether the one-kernel tail takes these sizes (rows and logits within the head's limits; K,
+// NF and N1 whole 16-byte vectors, K at most 1024; its shared memory within the device's);
+// otherwise the op composes its general kernels.
+bool classifier_tail_fits(DType dtype, int64_t rows, int64_t K, int64_t NF, int64_t N1, int64_t N2, int sm_count);
+
+// Scratch the one-kernel tail needs: each CTA's shares of the logits, the rows of the block's
+// hidden activation and of its output, which CTAs exchange through L2.
+size_t classifier_tail_scratch_bytes(DType dtype, int64_t K, int64_t NF, int sm_count);
+
+// Up to one CTA per multiprocessor, all resident at once (a cooperative launch): each copies its
+// column slices of F1, F2 and W1 into shared memory at the start, and two grid-wide barriers
+// pass the block's hidden rows and output rows between them (classifier_tail.cu).
+// cudaErrorInvalidValue when classifier_tail_fits is false, a matrix is not 16-byte aligned or
+// the scratch or counter is missing.
+cudaError_t launch_classifier_tail(const TailLaunch& a, cudaStream_t stream);
+
 }  // namespace ingot::cuda

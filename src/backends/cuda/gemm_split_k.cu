@@ -23,13 +23,14 @@
 // clusters of at most 4 (FFN 2's 3072-deep product back to cuBLASLt) 0.431.
 #include <cooperative_groups.h>
 #include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cuda/bulk_copy.cuh"
 #include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/cuda_tensor_map.h"
 #include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/gemm_split_k.h"
 #include "backends/cuda/mma_sync.cuh"  // smem_addr
@@ -70,23 +71,8 @@ struct Params {
   PointwiseActivation act;
 };
 
-// Bulk copies (the copy engine, not 16-byte cp.async per thread: a CTA's 100-200 KB took twice
-// cuBLASLt's whole product that way) completing on mbarriers.
-__device__ __forceinline__ void mbar_init(uint32_t bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar) {  // phase 0: each barrier completes once
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(bar)
-                 : "memory");
-  } while (!done);
-}
+// Tensor copies (the copy engine, not 16-byte cp.async per thread: a CTA's 100-200 KB took twice
+// cuBLASLt's whole product that way) completing on mbarriers (bulk_copy.cuh).
 __device__ __forceinline__ void tensor_copy(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
@@ -232,31 +218,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 bool aligned(const void* ptr, size_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    PFN_cuTensorMapEncodeTiled_v12000 f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&f), 12000,
-                                         cudaEnableDefault, &q) != cudaSuccess)
-      f = nullptr;
-    return f;
-  }();
-  return fn;
-}
-
 // A row-major [rows, cols] matrix of 2-byte elements with `ld` elements a row, in boxes of
 // box_rows x 64 columns, 128-byte swizzled; out-of-range elements read as zero.
 bool tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
-  const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
-  if (!encode) return false;
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(ld) * 2};
-  const cuuint32_t box[2] = {cuuint32_t(kBox), cuuint32_t(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  return encode(map, dtype == DType::kFloat16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-                const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return encode_tensor_map(map, dtype, base, rows, cols, ld, box_rows, kBox, /*swizzle_128b=*/true);
 }
 
 template <class T>
