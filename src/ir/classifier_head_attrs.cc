@@ -46,6 +46,13 @@ Expected<ClassifierHeadSpec> parse_classifier_head(const Node& node) {
     if (f == head_activation_name(h)) s.ffn_act = h, known = true;
   if (!known)
     return invalid_model("attribute 'ffn_activation' = '" + f + "' must be \"\", \"Relu\", \"Gelu\" or \"GeluTanh\"");
+  s.projection = node.inputs.size() > kProjW;
+  if (!s.projection) return s;
+  for (int i : {kProjW, kProjResidual})
+    if (node.inputs.size() <= size_t(i) || node.inputs[size_t(i)] == kNoValue)
+      return invalid_model("the output projection needs inputs 13 (W) and 15 (the residual); input " + std::to_string(i) +
+                           " is missing");
+  s.residual_position = node.attrs.get_int("residual_position", 0);
   return s;
 }
 

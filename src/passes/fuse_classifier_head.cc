@@ -105,6 +105,8 @@ class HeadMatcher {
   }
 
   const std::vector<int>& removed() const { return removed_; }
+  // Nodes to replace (the attention that gave its output projection to the fused node).
+  std::vector<std::pair<int, Node>>& replaced() { return replaced_; }
 
  private:
   // The last layer's feed-forward block when it makes the head's input X (post-LN transformers:
@@ -156,6 +158,44 @@ class HeadMatcher {
     fused.attrs.set_float("ffn_epsilon", norm.attrs.get_float("epsilon", 1e-5f));
     fused.attrs.set_string("ffn_activation", first.attrs.get_string("activation", ""));
     for (int r : {p2, p1, ln}) removed_.push_back(r);
+    absorb_projection(fused, t, ln);
+  }
+
+  // The last layer's attention output projection and residual when they make the block's input:
+  // X0 = Squeeze(Attention(..., W_out, b_out, R) with one query row) [→ the block]. The
+  // attention then outputs its context (W_out [N, M] with N = M, so the Squeeze's shapes stay
+  // valid) and the projection and residual become the fused node's inputs 13 to 15, with the
+  // query row as residual_position (R is the whole sequence with residual_rows "query", else
+  // the query row alone).
+  void absorb_projection(Node& fused, DType t, int ffn_ln) {
+    const ValueId x0 = fused.inputs[kHeadX];
+    const int sq = ed_.producer(x0);
+    if (sq < 0 || !ed_.alive(sq) || !is_op(ed_.node(sq), "Squeeze") || !intermediate(x0, ffn_ln)) return;
+    const ValueId y = ed_.node(sq).inputs[0];
+    const int at = ed_.producer(y);
+    if (at < 0 || !ed_.alive(at) || !is_op(ed_.node(at), "Attention", "ingot") || !intermediate(y, sq)) return;
+    const Node& attn = ed_.node(at);
+    constexpr size_t kWout = 4, kBout = 5, kResidual = 6;
+    if (attn.inputs.size() != 7 || attn.inputs[kResidual] == kNoValue || attn.outputs.size() != 1) return;
+    const std::vector<int64_t> query = attn.attrs.get_ints("query_rows");
+    if (query.size() != 1) return;
+    const Tensor* wo = ed_.constant(attn.inputs[kWout]);
+    if (!wo || wo->rank() != 2 || wo->dim(0) != wo->dim(1) || wo->dim(1) != ed_.constant(fused.inputs[kFfnW1])->dim(0))
+      return;
+    if (attn.inputs[kBout] != kNoValue && !vector_of(attn.inputs[kBout], wo->dim(1))) return;
+    const bool whole_sequence = attn.attrs.get_string("residual_rows", "output") == "query";
+    for (ValueId v : {attn.inputs[kWout], attn.inputs[kBout], attn.inputs[kResidual], y})
+      if (v != kNoValue && dtype_of(v) != t) return;
+    fused.inputs.push_back(attn.inputs[kWout]);
+    fused.inputs.push_back(attn.inputs[kBout]);
+    fused.inputs.push_back(attn.inputs[kResidual]);
+    fused.attrs.set_int("residual_position", whole_sequence ? query[0] : 0);
+    Node context = attn;
+    context.inputs.resize(kWout);
+    context.attrs = Attributes{};
+    for (const auto& [name, a] : attn.attrs.all())
+      if (name != "residual_rows") context.attrs.set(name, a);
+    replaced_.push_back({at, std::move(context)});
   }
 
   // A FusedMatMul the head can take: constant 2-D W, no residual; the first writes its input's
@@ -211,6 +251,7 @@ class HeadMatcher {
   const std::vector<ValueMeta>* metas_;
   int unary_ = -1;
   std::vector<int> removed_;
+  std::vector<std::pair<int, Node>> replaced_;
 };
 
 class FuseClassifierHead : public Pass {
@@ -231,6 +272,12 @@ class FuseClassifierHead : public Pass {
                (ffn ? " with the feed-forward block before them (LayerNormalization, two FusedMatMuls)" : "") +
                " fused into ClassifierHead '" + fused->name + "'");
       for (int r : m.removed()) ed.remove_node(r);
+      for (auto& [r, node] : m.replaced()) {
+        ctx.note("the output projection and residual of Attention '" + node.name + "' moved into ClassifierHead '" +
+                 fused->name + "'");
+        ed.remove_node(r);
+        ed.add_node(std::move(node));
+      }
       ed.add_node(std::move(*fused));
       ++n;
     }

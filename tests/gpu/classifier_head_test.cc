@@ -20,6 +20,8 @@ struct Case {
   bool runtime_w1 = false;  // W1 a graph input instead of a constant
   int64_t NF = 0;           // > 0: the feed-forward block before the head, NF wide
   const char* ffn_act = "Gelu";
+  int64_t S = 0;            // > 0: the output projection before the block, its residual [rows, S, K]
+  int64_t position = 0;     // the residual's row in S
 };
 
 Model head_model(const Case& c, const std::vector<Tensor>& w) {
@@ -40,6 +42,10 @@ Model head_model(const Case& c, const std::vector<Tensor>& w) {
                       b.constant("F2", w[10]), opt(11, "fb2")})
       inputs.push_back(v);
   }
+  if (c.S > 0) {
+    a.set("residual_position", int_attr(c.position));
+    for (ValueId v : {b.constant("Wo", w[12]), opt(13, "bo"), b.input("R", c.dt, {c.rows, c.S, c.K})}) inputs.push_back(v);
+  }
   b.output(b.node("ClassifierHead", inputs, a, "ingot"));
   if (c.float_out) b.m.graph.value(b.m.graph.outputs[0]).dtype = DType::kFloat32;
   return b.m;
@@ -50,7 +56,8 @@ void check(const Case& c) {
                            " N1 " + std::to_string(c.N1) + " N2 " + std::to_string(c.N2) + " act '" + c.act + "'" +
                            (c.float_out ? " -> float32" : "") + (c.biases ? "" : " no beta/biases") +
                            (c.runtime_w1 ? " runtime W1" : "") +
-                           (c.NF > 0 ? std::string(" block NF ") + std::to_string(c.NF) + " '" + c.ffn_act + "'" : "");
+                           (c.NF > 0 ? std::string(" block NF ") + std::to_string(c.NF) + " '" + c.ffn_act + "'" : "") +
+                           (c.S > 0 ? " projection, residual at " + std::to_string(c.position) + " of " + std::to_string(c.S) : "");
   // Weights of a trained head's scale: H and the logits stay near 1.
   const std::vector<Tensor> w = {random_of(c.dt, {c.K}, 1, 0.5, 1.5), random_of(c.dt, {c.K}, 2, -0.5, 0.5),
                                  random_of(c.dt, {c.K, c.N1}, 3, -0.06, 0.06), random_of(c.dt, {c.N1}, 4, -0.5, 0.5),
@@ -59,9 +66,11 @@ void check(const Case& c) {
                                  random_of(c.dt, {c.K, std::max<int64_t>(c.NF, 1)}, 10, -0.06, 0.06),
                                  random_of(c.dt, {std::max<int64_t>(c.NF, 1)}, 11, -0.5, 0.5),
                                  random_of(c.dt, {std::max<int64_t>(c.NF, 1), c.K}, 12, -0.03, 0.03),
-                                 random_of(c.dt, {c.K}, 13, -0.5, 0.5)};
+                                 random_of(c.dt, {c.K}, 13, -0.5, 0.5),
+                                 random_of(c.dt, {c.K, c.K}, 14, -0.06, 0.06), random_of(c.dt, {c.K}, 15, -0.5, 0.5)};
   const Model m = head_model(c, w);
   std::map<std::string, Tensor> feeds{{"X", random_of(c.dt, {c.rows, c.K}, 7, -2, 2)}};
+  if (c.S > 0) feeds["R"] = random_of(c.dt, {c.rows, c.S, c.K}, 16, -2, 2);
   if (c.runtime_w1) feeds["W1"] = w[2];
   auto ref = run_model_on(m, feeds, "cpu");
   ASSERT_EQ(ref.size(), 1u) << what;
@@ -117,6 +126,22 @@ TEST(GpuClassifierHead, WithFeedForwardBlockMatchesCpu) {
     Case wide{dt, 1, 1024, 1024, 8, "Relu"};  // the widest K the one kernel takes
     wide.NF = 4096;
     check(wide);
+  }
+}
+
+// With the attention's output projection and residual before the block as well: the residual's
+// row first, last (counted from the end) or alone in its sequence, one kernel and composed.
+TEST(GpuClassifierHead, WithProjectionMatchesCpu) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t rows : {1, 2, 3}) {
+      Case c{dt, rows, 768, 768, 2, "Tanh"};
+      c.NF = 3072, c.S = 5, c.position = rows == 2 ? -1 : 0;
+      check(c);
+    }
+    Case alone{dt, 1, 64, 48, 3, "Relu", false, false};  // no beta or biases, S = 1
+    alone.NF = 128, alone.S = 1;
+    check(alone);
   }
 }
 

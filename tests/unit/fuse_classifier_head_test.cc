@@ -246,10 +246,16 @@ TEST(FuseClassifierHead, SequenceClassifierFixtures) {
       for (const Node& n : cuda.graph.nodes)
         if (n.op_type == "ClassifierHead") {
           EXPECT_EQ(n.attrs.get_string("activation", "?"), std::string(model) == "distilbert" ? "Relu" : "Tanh") << what;
-          // The last layer's feed-forward block (post-LN, GELU) is part of it.
-          EXPECT_EQ(n.inputs.size(), 13u) << what;
+          // The last layer's feed-forward block (post-LN, GELU) is part of it, and so are the
+          // output projection and residual of its attention row, which outputs its context.
+          EXPECT_EQ(n.inputs.size(), 16u) << what;
           EXPECT_EQ(n.attrs.get_string("ffn_activation", "?"), "Gelu") << what;
+          EXPECT_EQ(n.attrs.get_int("residual_position", -7), 0) << what;
         }
+      int attentions_with_projection = 0, attentions = 0;
+      for (const Node& n : cuda.graph.nodes)
+        if (n.op_type == "Attention") ++attentions, attentions_with_projection += n.inputs.size() > 4;
+      EXPECT_EQ(attentions_with_projection, attentions - 1) << what;
       auto outs = run_as_is(cuda, f->inputs);
       ASSERT_FALSE(outs.empty()) << what;
       for (const auto& o : outs)

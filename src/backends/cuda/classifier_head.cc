@@ -8,6 +8,7 @@
 // and residual, in their epilogues); for the head LayerNorm, a cuBLASLt product with the bias
 // (and ReLU, or for half types the tanh-form GELU, as FusedMatMul computes them) in its
 // epilogue, an in-place activation for the rest, and the narrow-product kernel for the logits.
+#include <atomic>
 #include <cstddef>
 
 #include "backends/cuda/classifier_head_impl.h"
@@ -30,12 +31,19 @@ class ClassifierHeadKernel : public CudaKernel {
   }
 
   std::string supports(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
-    if (in.size() != kFfnGamma && in.size() != kHeadInputs) return "needs 7 or 13 inputs";
+    if (in.size() != kFfnGamma && in.size() != kProjW && in.size() != kHeadInputs) return "needs 7, 13 or 16 inputs";
     const DType t = in[0].dtype;
     if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return "dtype " + dtype_name(t);
     if (in[kHeadW2].shape.size() != 2 || in[kHeadW2].shape[1] > kSkinnyMaxN)
       return "more than " + std::to_string(kSkinnyMaxN) + " logits";
     if (in.size() == kHeadInputs) {
+      const Shape& x = in[0].shape;
+      const Shape& wo = in[kProjW].shape;
+      const Shape& r = in[kProjResidual].shape;
+      if (x.empty() || wo.size() != 2 || wo[0] != x.back() || wo[1] != x.back() || r.size() != 3 || r[2] != x.back())
+        return "an output projection that is not square or a residual that is not [rows, S, K]";
+    }
+    if (in.size() >= kProjW) {
       const Shape& x = in[0].shape;
       // The block's second product adds its residual in cuBLASLt's epilogue (gemm.cc's condition).
       if (x.empty() || x.back() <= kSkinnyMaxN || (x.back() * int64_t(dtype_size(t))) % 16 != 0)
@@ -51,11 +59,11 @@ class ClassifierHeadKernel : public CudaKernel {
   // Reserved even when one kernel fits, for weights that are not 16-byte aligned; the context's
   // workspace is shared by all kernels and products need the cuBLASLt part anyway.
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
-    if (in.size() != kFfnGamma && in.size() != kHeadInputs) return 0;  // supports() has said why not
+    if (in.size() != kFfnGamma && in.size() != kProjW && in.size() != kHeadInputs) return 0;  // supports() said why
     const Sizes s = sizes_of(in);
     const size_t es = dtype_size(in[0].dtype);
     size_t bytes = kGemmWorkspaceBytes + round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.N1) * es);
-    if (s.NF > 0) bytes += 2 * round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.NF) * es);
+    if (s.NF > 0) bytes += 4 * round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.NF) * es);
     return bytes;
   }
 
@@ -67,9 +75,11 @@ class ClassifierHeadKernel : public CudaKernel {
     const int sms = ctx.handles().sm_count;
     HeadLaunch a = head_launch(ctx, s);
     if (spec_.ffn) {
-      if (classifier_tail_fits(dt, s.rows, s.K, s.NF, s.N1, s.N2, sms) && ctx.handles().grid_counter &&
+      const Residual res = residual(ctx, s);
+      if (classifier_tail_fits(dt, s.rows, s.K, s.NF, s.N1, s.N2, sms, spec_.projection) && ctx.handles().grid_counter &&
           classifier_tail_scratch_bytes(dt, s.K, s.NF, sms) <= kGemmWorkspaceBytes &&
-          aligned(ctx.input(kHeadW1).raw()) && aligned(ctx.input(kFfnW1).raw()) && aligned(ctx.input(kFfnW2).raw())) {
+          aligned(ctx.input(kHeadW1).raw()) && aligned(ctx.input(kFfnW1).raw()) && aligned(ctx.input(kFfnW2).raw()) &&
+          (!spec_.projection || aligned(ctx.input(kProjW).raw()))) {
         TailLaunch t;
         t.head = a;
         t.ffn_gamma = ctx.input(kFfnGamma).raw();
@@ -80,10 +90,18 @@ class ClassifierHeadKernel : public CudaKernel {
         t.ffn_epsilon = spec_.ffn_epsilon;
         t.ffn_has_act = spec_.ffn_act != HeadActivation::kNone;
         t.ffn_act = ffn_pointwise(dt);
+        if (spec_.projection) {
+          t.wo = ctx.input(kProjW).raw(), t.bo = optional(ctx, kProjB);
+          t.residual = res.rows, t.residual_pitch = res.pitch;
+        }
         t.scratch = ctx.workspace();
         return cuda_status(launch_classifier_tail(t, ctx.stream()), "ClassifierHead: one-kernel path with the feed-forward block");
       }
-      INGOT_ASSIGN_OR_RETURN(a.x, feed_forward(ctx, s));
+      const void* x0 = X.raw();
+      if (spec_.projection) {
+        INGOT_ASSIGN_OR_RETURN(x0, project(ctx, s, res));
+      }
+      INGOT_ASSIGN_OR_RETURN(a.x, feed_forward(ctx, s, x0));
     }
     if (classifier_head_fits(dt, s.rows, s.K, s.N1, s.N2, sms) && ctx.handles().grid_counter &&
         classifier_head_shares_bytes(s.N1, sms) <= kGemmWorkspaceBytes && aligned(ctx.input(kHeadW1).raw())) {
@@ -109,7 +127,7 @@ class ClassifierHeadKernel : public CudaKernel {
   }
   static Sizes sizes_of(const std::vector<InputMeta>& in) {
     return sizes_of(in[kHeadX].shape, in[kHeadW1].shape, in[kHeadW2].shape,
-                    in.size() == kHeadInputs ? &in[kFfnW1].shape : nullptr);
+                    in.size() >= size_t(kProjW) ? &in[kFfnW1].shape : nullptr);
   }
   Sizes sizes_of(const CudaComputeContext& ctx) const {
     return sizes_of(ctx.input(kHeadX).shape(), ctx.input(kHeadW1).shape(), ctx.input(kHeadW2).shape(),
@@ -151,14 +169,15 @@ class ClassifierHeadKernel : public CudaKernel {
     return a;
   }
 
-  // The scratch after the cuBLASLt workspace: the head's Xn and H, then the block's Hf, G, X.
+  // The scratch after the cuBLASLt workspace: the head's Xn and H, then the block's Hf, G, X,
+  // then the projection's output X0 and the residual's rows copied dense.
   struct Scratch {
-    void *xn, *h, *hf, *g, *x;
+    void *xn, *h, *hf, *g, *x, *x0, *rows;
   };
   static Expected<Scratch> scratch(CudaComputeContext& ctx, const Sizes& s, size_t es) {
     const size_t row_k = round_up_256(size_t(s.rows * s.K) * es);
     const size_t need = kGemmWorkspaceBytes + row_k + round_up_256(size_t(s.rows * s.N1) * es) +
-                        (s.NF > 0 ? 2 * row_k + round_up_256(size_t(s.rows * s.NF) * es) : 0);
+                        (s.NF > 0 ? 4 * row_k + round_up_256(size_t(s.rows * s.NF) * es) : 0);
     if (ctx.workspace_bytes() < need) return internal_error("ClassifierHead: workspace smaller than planned");
     std::byte* p = static_cast<std::byte*>(ctx.workspace()) + kGemmWorkspaceBytes;
     Scratch sc;
@@ -167,17 +186,61 @@ class ClassifierHeadKernel : public CudaKernel {
     sc.hf = p + row_k + round_up_256(size_t(s.rows * s.N1) * es);
     sc.g = static_cast<std::byte*>(sc.hf) + row_k;
     sc.x = static_cast<std::byte*>(sc.g) + round_up_256(size_t(s.rows * s.NF) * es);
+    sc.x0 = static_cast<std::byte*>(sc.x) + row_k;
+    sc.rows = static_cast<std::byte*>(sc.x0) + row_k;
     return sc;
+  }
+
+  // Row r's residual at rows + r · pitch (elements): R [rows, S, K] at residual_position.
+  struct Residual {
+    const void* rows = nullptr;
+    int64_t pitch = 0, S = 0;
+  };
+  Residual residual(const CudaComputeContext& ctx, const Sizes& s) const {
+    if (!spec_.projection) return {};
+    const Tensor& R = ctx.input(kProjResidual);
+    Residual r;
+    r.S = R.dim(1);
+    const int64_t pos = spec_.residual_position < 0 ? spec_.residual_position + r.S : spec_.residual_position;
+    r.rows = static_cast<const std::byte*>(R.raw()) + size_t(pos * s.K) * dtype_size(R.dtype());
+    r.pitch = r.S * s.K;
+    return r;
+  }
+
+  // X0 = context · Wo + bo + the residual's rows, one cuBLASLt product with the rows as its C (a
+  // pitch of S · K, as the attention kernel reads a classifier token's residual in place);
+  // should cuBLASLt refuse that pitch, the rows are copied dense first, from then on.
+  Expected<const void*> project(CudaComputeContext& ctx, const Sizes& s, const Residual& r) const {
+    const DType dt = ctx.input(kHeadX).dtype();
+    const size_t es = dtype_size(dt);
+    INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, es));
+    GemmDesc d;
+    d.m = s.rows, d.n = s.K, d.k = s.K;
+    d.dtype = dt;
+    d.bias = optional(ctx, kProjB);
+    d.beta = 1.f, d.c_in = r.rows, d.ldc_in = r.pitch;
+    if (!strided_residual_refused_.load(std::memory_order_relaxed)) {
+      if (lt_gemm(ctx.handles(), d, ctx.input(kHeadX).raw(), ctx.input(kProjW).raw(), sc.x0, ctx.workspace(),
+                  kGemmWorkspaceBytes))
+        return static_cast<const void*>(sc.x0);
+      strided_residual_refused_.store(true, std::memory_order_relaxed);
+    }
+    INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(sc.rows, size_t(s.K) * es, r.rows, size_t(r.pitch) * es,
+                                                 size_t(s.K) * es, size_t(s.rows), cudaMemcpyDeviceToDevice,
+                                                 ctx.stream()));
+    d.c_in = sc.rows, d.ldc_in = 0;
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, ctx.input(kHeadX).raw(), ctx.input(kProjW).raw(), sc.x0,
+                                  ctx.workspace(), kGemmWorkspaceBytes));
+    return static_cast<const void*>(sc.x0);
   }
 
   // The feed-forward block on the general kernels, as the unfused graph ran it: LayerNorm into
   // Hf, the first product with its bias and activation into G, the second with its bias and Hf
   // as cuBLASLt's C into X. Returns X.
-  Expected<const void*> feed_forward(CudaComputeContext& ctx, const Sizes& s) const {
+  Expected<const void*> feed_forward(CudaComputeContext& ctx, const Sizes& s, const void* x0) const {
     const DType dt = ctx.input(kHeadX).dtype();
     INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, dtype_size(dt)));
-    INGOT_CUDA_RETURN_IF_ERROR(
-        layer_norm(ctx, ctx.input(kHeadX).raw(), kFfnGamma, kFfnBeta, spec_.ffn_epsilon, sc.hf, s));
+    INGOT_CUDA_RETURN_IF_ERROR(layer_norm(ctx, x0, kFfnGamma, kFfnBeta, spec_.ffn_epsilon, sc.hf, s));
     GemmDesc d;
     d.m = s.rows, d.n = s.NF, d.k = s.K;
     d.dtype = dt;
@@ -241,6 +304,7 @@ class ClassifierHeadKernel : public CudaKernel {
   }
 
   ClassifierHeadSpec spec_;
+  mutable std::atomic<bool> strided_residual_refused_{false};
 };
 
 }  // namespace

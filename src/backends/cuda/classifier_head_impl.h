@@ -52,9 +52,11 @@ size_t classifier_head_shares_bytes(int64_t N1, int sm_count);
 cudaError_t launch_classifier_head(const HeadLaunch& a, cudaStream_t stream);
 
 // The head with the transformer's last feed-forward block before it (inputs 7 to 12 of the op),
-// in one launch for at most kHeadMaxRows rows: head.x is the block's input X0.
+// and optionally the attention's output projection before that (inputs 13 to 15), in one launch
+// for at most kHeadMaxRows rows: head.x is the block's input X0, or with wo the attention's
+// context [rows, K] (the projection is square).
 struct TailLaunch {
-  HeadLaunch head;                // shares and counter unused: the scratch below holds them
+  HeadLaunch head;                // shares unused: the scratch below holds them
   const void* ffn_gamma = nullptr;  // [K]
   const void* ffn_beta = nullptr;   // [K] or null
   const void* f1 = nullptr;         // [K, NF], 16-byte aligned
@@ -65,16 +67,22 @@ struct TailLaunch {
   float ffn_epsilon = 1e-5f;
   bool ffn_has_act = false;
   PointwiseActivation ffn_act = PointwiseActivation::kRelu;
+  const void* wo = nullptr;        // [K, K], 16-byte aligned, or null: no projection
+  const void* bo = nullptr;        // [K] or null
+  const void* residual = nullptr;  // row r's residual at residual + r · residual_pitch
+  int64_t residual_pitch = 0;      // elements
   void* scratch = nullptr;  // classifier_tail_scratch_bytes, 256-byte aligned
 };
 
 // Whether the one-kernel tail takes these sizes (rows and logits within the head's limits; K,
 // NF and N1 whole 16-byte vectors, K at most 1024; its shared memory within the device's);
 // otherwise the op composes its general kernels.
-bool classifier_tail_fits(DType dtype, int64_t rows, int64_t K, int64_t NF, int64_t N1, int64_t N2, int sm_count);
+bool classifier_tail_fits(DType dtype, int64_t rows, int64_t K, int64_t NF, int64_t N1, int64_t N2, int sm_count,
+                          bool projection);
 
-// Scratch the one-kernel tail needs: each CTA's shares of the logits, the rows of the block's
-// hidden activation and of its output, which CTAs exchange through L2.
+// Scratch the one-kernel tail needs: each CTA's shares of the logits and partial sums of the
+// block's output, the rows of that output and of the projection's, which CTAs exchange
+// through L2.
 size_t classifier_tail_scratch_bytes(DType dtype, int64_t K, int64_t NF, int sm_count);
 
 // Up to one CTA per multiprocessor, all resident at once (a cooperative launch): each copies its

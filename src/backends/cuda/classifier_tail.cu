@@ -1,8 +1,9 @@
-// ingot.ClassifierHead with its feed-forward block (inputs 7 to 12) in one launch for at most
-// kHeadMaxRows rows: a classifier's last layer after its attention row, at batch 1 or 2. The
-// unfused tail is five or six kernels for one row (LayerNorm, two products, and the head's),
+// ingot.ClassifierHead with its feed-forward block (inputs 7 to 12), and optionally the
+// attention's output projection before it (13 to 15), in one launch for at most kHeadMaxRows
+// rows: a classifier's last layer after its attention core, at batch 1 or 2. The unfused tail is
+// six or seven kernels for one row (the projection, LayerNorm, two products, and the head's),
 // each costing about its launch; here the work is spread over up to one CTA per multiprocessor
-// and the CTAs meet at two grid-wide barriers.
+// and the CTAs meet at two or three grid-wide barriers.
 //
 //   0. Every CTA asks the copy engine for its weights: a column slice of F1 (NF / CTAs columns)
 //      and of W1 (N1 / CTAs) as 2-D tensor copies of up to 256 rows, and the matching row slice
@@ -10,6 +11,8 @@
 //      The weights (10 MB for DistilBERT in float16) are what the kernel waits for. (16-byte
 //      cp.async from every thread took 5 µs on an H100 just to issue them; F2 in column slices
 //      too, 16 bytes of every row, was slower still.)
+//   (With the projection: every CTA computes its K / CTAs columns of X0 = context · Wo + bo + R
+//   from a column slice of Wo, asked for first, into scratch.               grid barrier 0)
 //   1. Every CTA normalizes the block's input rows for itself (Hf, a few KB), computes its
 //      columns of G = act(Hf · F1 + fb1), keeps them, and multiplies them by its rows of F2: a
 //      partial sum of the block's output over all K columns, into scratch.   grid barrier 1
@@ -58,9 +61,12 @@ struct TailParams {
   const void *x, *ffn_gamma, *ffn_beta, *f1, *fb1, *f2, *fb2;
   const void *gamma, *beta, *w1, *b1, *w2, *b2;
   void* y;
+  const void *wo, *bo, *residual;  // the projection (wo null: none); row r's residual at + r · pitch
+  int64_t residual_pitch;
   float* shares;      // [kHeadMaxRows · kHeadMaxLogits][ctas]
   float* partials;    // [ctas][rows][K]: each CTA's partial sum of the block's output
   void* xo;           // [rows][K] of T: the block's output
+  void* x0;           // [rows][K] of T: the projection's output, the block's input
   unsigned* counter;  // zero on entry, zero again when the last CTA is done
   int K, NF, N1, N2;
   int fpc, kpc, ppc;  // 16-byte column groups a CTA takes of F1 (and rows of F2), of X, of W1
@@ -214,16 +220,17 @@ __device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned target)
 // The shared memory of one CTA, in bytes from a 128-byte aligned start (tensor copies' boxes
 // land on 128-byte boundaries: fits() checks each box's bytes are a multiple of 128).
 struct SmemLayout {
-  size_t f1 = 0, w1 = 0, f2 = 0, xa = 0, gs = 0, red = 0, out = 0, total = 0;
+  size_t f1 = 0, w1 = 0, f2 = 0, wo = 0, xa = 0, gs = 0, red = 0, out = 0, total = 0;
 };
 
 template <class T>
-__host__ __device__ SmemLayout smem_layout(int R, int K, int fpc, int kpc, int ppc) {
+__host__ __device__ SmemLayout smem_layout(int R, int K, int fpc, int kpc, int ppc, bool projection) {
   constexpr int kVec = int(16 / sizeof(T));
   const int c1 = fpc * kVec, most = fpc > ppc ? fpc : ppc;
   auto up = [](size_t n) { return (n + 127) / 128 * 128; };
   SmemLayout l;
-  l.w1 = l.f1 + up(size_t(boxed_rows(K)) * fpc * 16);
+  l.wo = l.f1 + up(size_t(boxed_rows(K)) * fpc * 16);
+  l.w1 = l.wo + (projection ? up(size_t(boxed_rows(K)) * kpc * 16) : 0);
   l.f2 = l.w1 + up(size_t(boxed_rows(K)) * ppc * 16);
   l.xa = l.f2 + up(size_t(c1) * K * sizeof(T));
   l.gs = l.xa + up(size_t(R) * K * 4);
@@ -237,22 +244,24 @@ __host__ __device__ SmemLayout smem_layout(int R, int K, int fpc, int kpc, int p
 template <class T, int R>
 __global__ void __launch_bounds__(kThreads)
     classifier_tail_kernel(const __grid_constant__ CUtensorMap f1map, const __grid_constant__ CUtensorMap w1map,
-                           TailParams p) {
+                           const __grid_constant__ CUtensorMap womap, TailParams p) {
   constexpr int kVec = int(16 / sizeof(T));
   extern __shared__ __align__(128) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((128u - (smem_addr(smem_raw) & 127u)) & 127u);
   const int t = int(threadIdx.x), lane = t & 31, warp = t >> 5, cta = int(blockIdx.x), ctas = int(gridDim.x);
   const int K = p.K, NF = p.NF, N1 = p.N1, N2 = p.N2;
-  const SmemLayout l = smem_layout<T>(R, K, p.fpc, p.kpc, p.ppc);
+  const bool projection = p.wo != nullptr;
+  const SmemLayout l = smem_layout<T>(R, K, p.fpc, p.kpc, p.ppc, projection);
   T* sf1 = reinterpret_cast<T*>(smem + l.f1);  // [K][c1]
   T* sw1 = reinterpret_cast<T*>(smem + l.w1);  // [K][c3]
   T* sf2 = reinterpret_cast<T*>(smem + l.f2);  // [c1][K]
+  T* swo = reinterpret_cast<T*>(smem + l.wo);  // [K][c2]
   float* xa = reinterpret_cast<float*>(smem + l.xa);  // [R][K]: Hf, later the head's Xn
   float* gs = reinterpret_cast<float*>(smem + l.gs);  // [R][c1]: this CTA's columns of G
   float* red = reinterpret_cast<float*>(smem + l.red);
   float* out = reinterpret_cast<float*>(smem + l.out);
   __shared__ float sums[kWarps * R];
-  __shared__ __align__(8) uint64_t bars[3];  // F1, F2, W1
+  __shared__ __align__(8) uint64_t bars[4];  // F1, F2, W1, Wo
   __shared__ bool last;
   const int c1 = p.fpc * kVec, c2 = p.kpc * kVec, c3 = p.ppc * kVec;
   const int n0 = cta * c1, d0 = cta * c2, p0 = cta * c3;
@@ -261,18 +270,41 @@ __global__ void __launch_bounds__(kThreads)
   // 0. F1, a constant, asked for before the wait for the kernel before; F2 and W1 once F1 is in,
   // so that F1 has the memory to itself first (F1 then arrived in 3.0 µs instead of 3.6 on an
   // H200, and the kernel took 14.4 µs instead of 15.1).
-  const uint32_t f1_bar = smem_addr(&bars[0]), f2_bar = smem_addr(&bars[1]), w1_bar = smem_addr(&bars[2]);
+  const uint32_t f1_bar = smem_addr(&bars[0]), f2_bar = smem_addr(&bars[1]), w1_bar = smem_addr(&bars[2]),
+                 wo_bar = smem_addr(&bars[3]);
   if (t == 0) {
-    for (int i = 0; i < 3; ++i) mbar_init(smem_addr(&bars[i]));
+    for (int i = 0; i < 4; ++i) mbar_init(smem_addr(&bars[i]));
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    if (projection) copy_columns(smem_addr(swo), &womap, K, d0, c2, int(sizeof(T)), wo_bar);
     copy_columns(smem_addr(sf1), &f1map, K, n0, c1, int(sizeof(T)), f1_bar);
   }
   __syncthreads();  // the barriers are initialized before anyone waits on them
   wait_prior_grids();
   allow_dependent_grids();
 
+  // (With the projection: this CTA's columns of X0 = context · Wo + bo + residual.)
+  const T* x0 = static_cast<const T*>(p.x);
+  unsigned arrivals = 0;  // barriers passed, times CTAs
+  if (projection) {
+    for (int i = t; i < R * K; i += kThreads) xa[i] = to_float(static_cast<const T*>(p.x)[i]);
+    mbar_wait(wo_bar);
+    __syncthreads();
+    column_product<T, R>(xa, K, swo, p.kpc, red, out);
+    T* x0w = static_cast<T*>(p.x0);
+    for (int o = t; o < R * c2; o += kThreads) {
+      const int r = o / c2, d = d0 + o % c2;
+      if (d >= K) continue;
+      const float v = out[o] + (p.bo ? to_float(static_cast<const T*>(p.bo)[d]) : 0.f) +
+                      to_float(static_cast<const T*>(p.residual)[size_t(r) * p.residual_pitch + d]);
+      x0w[size_t(r) * K + d] = from_float<T>(v);
+    }
+    arrivals += unsigned(ctas);
+    grid_barrier(p.counter, arrivals);
+    x0 = x0w;
+  }
+
   // 1. Hf; this CTA's columns of G; their product with its rows of F2, a partial sum of X.
-  normalize_rows<T, R>(static_cast<const T*>(p.x), false, K, static_cast<const T*>(p.ffn_gamma),
+  normalize_rows<T, R>(x0, projection, K, static_cast<const T*>(p.ffn_gamma),
                        static_cast<const T*>(p.ffn_beta), p.ffn_epsilon, xa, sums);
   mbar_wait(f1_bar);
   if (t == 0) {
@@ -319,7 +351,8 @@ __global__ void __launch_bounds__(kThreads)
       for (int i = 0; i < kVec; i += 4) *reinterpret_cast<float4*>(dst + i) = make_float4(acc[r][i], acc[r][i + 1], acc[r][i + 2], acc[r][i + 3]);
     }
   }
-  grid_barrier(p.counter, ctas);
+  arrivals += unsigned(ctas);
+  grid_barrier(p.counter, arrivals);
 
   // 2. This CTA's columns of X: the partial sums in CTA order, fb2, the residual Hf.
   T* xo = static_cast<T*>(p.xo);
@@ -344,7 +377,8 @@ __global__ void __launch_bounds__(kThreads)
       xo[size_t(r) * K + d] = from_float<T>(v);
     }
   }
-  grid_barrier(p.counter, 2 * ctas);
+  arrivals += unsigned(ctas);
+  grid_barrier(p.counter, arrivals);
 
   // 3. The head: Xn, this CTA's slice of H (into `out`), its share of each logit.
   normalize_rows<T, R>(xo, true, K, static_cast<const T*>(p.gamma), static_cast<const T*>(p.beta), p.epsilon, xa, sums);
@@ -374,7 +408,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (t == 0) {
     __threadfence();  // the CTA's shares are visible before its ticket
-    last = atomicAdd(p.counter, 1u) == 3 * unsigned(ctas) - 1;
+    last = atomicAdd(p.counter, 1u) == arrivals + unsigned(ctas) - 1;
   }
   __syncthreads();
   if (!last) return;
@@ -413,13 +447,14 @@ Grid grid_for(int64_t K, int64_t NF, int64_t N1, int sm_count) {
 // Byte offsets in the scratch: the shares of the logits and the partial sums (for at most
 // sm_count CTAs), the block's output.
 struct ScratchLayout {
-  size_t partials = 0, xo = 0, total = 0;
+  size_t partials = 0, xo = 0, x0 = 0, total = 0;
   ScratchLayout(size_t es, int64_t K, int sm_count) {
     auto up = [](size_t n) { return (n + 255) / 256 * 256; };
     const size_t ctas = size_t(std::max(sm_count, 1));
     partials = up(size_t(kHeadMaxRows * kHeadMaxLogits) * ctas * sizeof(float));
     xo = partials + up(ctas * size_t(kHeadMaxRows) * size_t(K) * sizeof(float));
-    total = xo + up(size_t(kHeadMaxRows) * size_t(K) * es);
+    x0 = xo + up(size_t(kHeadMaxRows) * size_t(K) * es);
+    total = x0 + up(size_t(kHeadMaxRows) * size_t(K) * es);
   }
 };
 
@@ -427,20 +462,29 @@ template <class T, int R>
 cudaError_t launch(const TailLaunch& a, cudaStream_t stream) {
   const HeadLaunch& h = a.head;
   const Grid g = grid_for<T>(h.K, a.NF, h.N1, h.sm_count);
-  const size_t smem = smem_layout<T>(R, int(h.K), g.fpc, g.kpc, g.ppc).total;
+  const bool projection = a.wo != nullptr;
+  const size_t smem = smem_layout<T>(R, int(h.K), g.fpc, g.kpc, g.ppc, projection).total;
   static const cudaError_t raised =
       cudaFuncSetAttribute(classifier_tail_kernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem));
   if (raised != cudaSuccess) return raised;
   std::byte* scratch = static_cast<std::byte*>(a.scratch);
   const ScratchLayout s(sizeof(T), h.K, h.sm_count);
-  TailParams p{h.x, a.ffn_gamma, a.ffn_beta, a.f1, a.fb1, a.f2, a.fb2, h.gamma, h.beta, h.w1, h.b1, h.w2, h.b2, h.y,
-               reinterpret_cast<float*>(scratch), reinterpret_cast<float*>(scratch + s.partials), scratch + s.xo,
-               h.counter,
-               int(h.K), int(a.NF), int(h.N1), int(h.N2), g.fpc, g.kpc, g.ppc, a.ffn_epsilon, h.epsilon,
-               h.float_output, a.ffn_has_act, h.has_act, a.ffn_act, h.act};
-  CUtensorMap f1map, w1map;
-  if (!encode_tensor_map(&f1map, h.dtype, a.f1, h.K, a.NF, a.NF, box_rows(int(h.K)), g.fpc * int(16 / sizeof(T)), false) ||
-      !encode_tensor_map(&w1map, h.dtype, h.w1, h.K, h.N1, h.N1, box_rows(int(h.K)), g.ppc * int(16 / sizeof(T)), false))
+  TailParams p{};
+  p.x = h.x, p.ffn_gamma = a.ffn_gamma, p.ffn_beta = a.ffn_beta, p.f1 = a.f1, p.fb1 = a.fb1, p.f2 = a.f2, p.fb2 = a.fb2;
+  p.gamma = h.gamma, p.beta = h.beta, p.w1 = h.w1, p.b1 = h.b1, p.w2 = h.w2, p.b2 = h.b2, p.y = h.y;
+  p.wo = a.wo, p.bo = a.bo, p.residual = a.residual, p.residual_pitch = a.residual_pitch;
+  p.shares = reinterpret_cast<float*>(scratch), p.partials = reinterpret_cast<float*>(scratch + s.partials);
+  p.xo = scratch + s.xo, p.x0 = scratch + s.x0, p.counter = h.counter;
+  p.K = int(h.K), p.NF = int(a.NF), p.N1 = int(h.N1), p.N2 = int(h.N2), p.fpc = g.fpc, p.kpc = g.kpc, p.ppc = g.ppc;
+  p.ffn_epsilon = a.ffn_epsilon, p.epsilon = h.epsilon;
+  p.float_output = h.float_output, p.ffn_has_act = a.ffn_has_act, p.has_act = h.has_act;
+  p.ffn_act = a.ffn_act, p.act = h.act;
+  constexpr int kVec = int(16 / sizeof(T));
+  const int box = box_rows(int(h.K));
+  CUtensorMap f1map{}, w1map{}, womap{};
+  if (!encode_tensor_map(&f1map, h.dtype, a.f1, h.K, a.NF, a.NF, box, g.fpc * kVec, false) ||
+      !encode_tensor_map(&w1map, h.dtype, h.w1, h.K, h.N1, h.N1, box, g.ppc * kVec, false) ||
+      (projection && !encode_tensor_map(&womap, h.dtype, a.wo, h.K, h.K, h.K, box, g.kpc * kVec, false)))
     return cudaErrorInvalidValue;
   cudaLaunchAttribute attrs[1];
   attrs[0].id = cudaLaunchAttributeCooperative;
@@ -452,14 +496,15 @@ cudaError_t launch(const TailLaunch& a, cudaStream_t stream) {
   config.stream = stream;
   config.attrs = attrs;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, classifier_tail_kernel<T, R>, f1map, w1map, p);
+  return cudaLaunchKernelEx(&config, classifier_tail_kernel<T, R>, f1map, w1map, womap, p);
 }
 
 static_assert(kHeadMaxRows == 2, "the kernel is instantiated for one and two rows");
 
 }  // namespace
 
-bool classifier_tail_fits(DType dtype, int64_t rows, int64_t K, int64_t NF, int64_t N1, int64_t N2, int sm_count) {
+bool classifier_tail_fits(DType dtype, int64_t rows, int64_t K, int64_t NF, int64_t N1, int64_t N2, int sm_count,
+                          bool projection) {
   if (rows < 1 || rows > kHeadMaxRows || N2 < 1 || N2 > kHeadMaxLogits || K < 1 || NF < 1 || N1 < 1 ||
       K > kThreads * kRowVals || sm_count < 1)
     return false;
@@ -472,10 +517,10 @@ bool classifier_tail_fits(DType dtype, int64_t rows, int64_t K, int64_t NF, int6
     const int R = rows <= 1 ? 1 : 2;
     const int box = box_rows(int(K)), o = R * g.kpc * int(kVec);
     fits = g.ctas <= sm_count && std::max(g.fpc, g.ppc) * kVec <= kMaxBoxRows && (o & (o - 1)) == 0 && o <= 32 &&
-           (box * g.fpc * 16) % 128 == 0 && (box * g.ppc * 16) % 128 == 0 &&
+           (box * g.fpc * 16) % 128 == 0 && (box * g.ppc * 16) % 128 == 0 && (box * g.kpc * 16) % 128 == 0 &&
            size_t(boxed_rows(int(K))) * size_t(std::max(g.fpc, g.ppc)) * 16 <= kMaxBulkBytes &&
            size_t(g.fpc * kVec) * size_t(K) * sizeof(T) <= kMaxBulkBytes &&
-           smem_layout<T>(R, int(K), g.fpc, g.kpc, g.ppc).total <= kMaxSmem;
+           smem_layout<T>(R, int(K), g.fpc, g.kpc, g.ppc, projection).total <= kMaxSmem;
   });
   return fits;
 }
@@ -487,8 +532,8 @@ size_t classifier_tail_scratch_bytes(DType dtype, int64_t K, int64_t, int sm_cou
 cudaError_t launch_classifier_tail(const TailLaunch& a, cudaStream_t stream) {
   const HeadLaunch& h = a.head;
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (!classifier_tail_fits(h.dtype, h.rows, h.K, a.NF, h.N1, h.N2, h.sm_count) || !aligned(a.f1) || !aligned(a.f2) ||
-      !aligned(h.w1) || !a.scratch || !h.counter)
+  if (!classifier_tail_fits(h.dtype, h.rows, h.K, a.NF, h.N1, h.N2, h.sm_count, a.wo != nullptr) || !aligned(a.f1) ||
+      !aligned(a.f2) || !aligned(h.w1) || (a.wo && (!aligned(a.wo) || !a.residual)) || !a.scratch || !h.counter)
     return cudaErrorInvalidValue;
   cudaError_t e = cudaErrorInvalidValue;
   dispatch_device_float(h.dtype, [&](auto tag) {
