@@ -264,5 +264,37 @@ TEST(FuseClassifierHead, SequenceClassifierFixtures) {
   }
 }
 
+// The attention row's output read elsewhere too (here: a graph output, added between the two
+// optimizer stages): its projection stays in the attention, the block and the head still fuse,
+// and the logits match PyTorch's.
+TEST(FuseClassifierHead, AttentionOutputWithAnotherReaderKeepsItsProjection) {
+  auto f = load_fixture_files("distilbert", "torchscript");
+  ASSERT_TRUE(f.has_value()) << f.status().message();
+  Model m = std::move(f->model);
+  OptimizeOptions o;
+  o.device = "cuda";
+  o.bindings = {f->shapes};
+  o.stage = PassStage::kBeforePrecision;
+  ASSERT_TRUE(optimize(m, o).has_value());
+  ValueId row = kNoValue;
+  for (const Node& n : m.graph.nodes)
+    if (n.op_type == "Attention" && n.attrs.has("query_rows")) row = n.outputs[0];
+  ASSERT_NE(row, kNoValue);
+  m.graph.outputs.push_back(row);
+  o.stage = PassStage::kAfterPrecision;
+  auto reports = optimize(m, o);
+  ASSERT_TRUE(reports.has_value()) << reports.status().message();
+  EXPECT_EQ(rewrites_of(*reports, "fuse_classifier_head"), 1);
+  EXPECT_EQ(heads(m), 1);
+  for (const Node& n : m.graph.nodes) {
+    if (n.op_type == "ClassifierHead") EXPECT_EQ(n.inputs.size(), 13u);
+    if (n.op_type == "Attention" && n.attrs.has("query_rows")) EXPECT_EQ(n.inputs.size(), 7u);
+  }
+  auto outs = run_as_is(m, f->inputs);
+  ASSERT_FALSE(outs.empty());
+  for (const auto& out : outs)
+    if (f->reference.count(out.name)) EXPECT_LE(max_abs_error(out.tensor, f->reference.at(out.name)), 1e-4) << out.name;
+}
+
 }  // namespace
 }  // namespace ingot
