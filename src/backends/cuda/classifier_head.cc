@@ -54,8 +54,9 @@ class ClassifierHeadKernel : public CudaKernel {
   }
 
   // Scratch of the composed path: after the cuBLASLt workspace, the head's normalized rows and H
-  // and, with the feed-forward block, its Hf, G and output (each 256-byte aligned). The one-kernel
-  // paths' scratch (shares of the logits; the tail's G and X too) fits in the first part.
+  // and, with the feed-forward block, its Hf, G and output, the projection's output and the
+  // residual's rows copied dense (each 256-byte aligned; Scratch below). The one-kernel paths'
+  // scratch (classifier_head_shares_bytes, classifier_tail_scratch_bytes) fits in the first part.
   // Reserved even when one kernel fits, for weights that are not 16-byte aligned; the context's
   // workspace is shared by all kernels and products need the cuBLASLt part anyway.
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
@@ -77,7 +78,7 @@ class ClassifierHeadKernel : public CudaKernel {
     if (spec_.ffn) {
       const Residual res = residual(ctx, s);
       if (classifier_tail_fits(dt, s.rows, s.K, s.NF, s.N1, s.N2, sms, spec_.projection) && ctx.handles().grid_counter &&
-          classifier_tail_scratch_bytes(dt, s.K, s.NF, sms) <= kGemmWorkspaceBytes &&
+          classifier_tail_scratch_bytes(dt, s.K, sms) <= kGemmWorkspaceBytes &&
           aligned(ctx.input(kHeadW1).raw()) && aligned(ctx.input(kFfnW1).raw()) && aligned(ctx.input(kFfnW2).raw()) &&
           (!spec_.projection || aligned(ctx.input(kProjW).raw()))) {
         TailLaunch t;

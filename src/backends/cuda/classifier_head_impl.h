@@ -83,7 +83,7 @@ bool classifier_tail_fits(DType dtype, int64_t rows, int64_t K, int64_t NF, int6
 // Scratch the one-kernel tail needs: each CTA's shares of the logits and partial sums of the
 // block's output, the rows of that output and of the projection's, which CTAs exchange
 // through L2.
-size_t classifier_tail_scratch_bytes(DType dtype, int64_t K, int64_t NF, int sm_count);
+size_t classifier_tail_scratch_bytes(DType dtype, int64_t K, int sm_count);
 
 // Up to one CTA per multiprocessor, all resident at once (a cooperative launch): each copies its
 // column slices of F1, F2 and W1 into shared memory at the start, and two grid-wide barriers

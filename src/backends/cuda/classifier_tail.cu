@@ -525,7 +525,7 @@ bool classifier_tail_fits(DType dtype, int64_t rows, int64_t K, int64_t NF, int6
   return fits;
 }
 
-size_t classifier_tail_scratch_bytes(DType dtype, int64_t K, int64_t, int sm_count) {
+size_t classifier_tail_scratch_bytes(DType dtype, int64_t K, int sm_count) {
   return ScratchLayout(dtype_size(dtype), K, sm_count).total;
 }
 
