@@ -8,6 +8,7 @@
 // each phase give the device times that `ingot bench` reports next to host latency.
 #include "backends/cuda/cuda_context.h"
 
+#include "backends/cuda/cuda_dependent_launch.h"
 #include "backends/cuda/cuda_stream_hold.h"
 
 #include "backends/cuda/lt_gemm.h"
@@ -278,6 +279,11 @@ void CudaContext::capture(Instance& inst) {
     inst.graph_error = !st.is_ok() ? st.message() : std::string("end capture: ") + cudaGetErrorString(e);
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();
+    return;
+  }
+  if (dependent_launch_enabled() && trigger_dependents_at_launch(graph) < 0) {
+    inst.graph_error = "programmatic edges could not be moved to launch completion";
+    cudaGraphDestroy(graph);
     return;
   }
   e = cudaGraphInstantiate(&inst.exec, graph, 0);

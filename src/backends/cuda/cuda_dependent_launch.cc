@@ -1,8 +1,9 @@
-// dependent_launch_enabled (cuda_dependent_launch.h).
+// dependent_launch_enabled and trigger_dependents_at_launch (cuda_dependent_launch.h).
 #include "backends/cuda/cuda_dependent_launch.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace ingot::cuda {
 
@@ -11,6 +12,30 @@ namespace ingot::cuda {
 bool dependent_launch_enabled() {
   const char* e = std::getenv("INGOT_CUDA_PDL");
   return e && std::strcmp(e, "1") == 0;
+}
+
+int trigger_dependents_at_launch(cudaGraph_t graph) {
+  size_t n = 0;
+  if (cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n) != cudaSuccess || n == 0) return 0;
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  std::vector<cudaGraphEdgeData> data(n);
+  if (cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &n) != cudaSuccess) return 0;
+  int changed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (data[i].type != cudaGraphDependencyTypeProgrammatic || data[i].from_port != cudaGraphKernelNodePortProgrammatic)
+      continue;
+    cudaGraphEdgeData early = data[i];
+    early.from_port = cudaGraphKernelNodePortLaunchCompletion;
+    if (cudaGraphRemoveDependencies(graph, &from[i], &to[i], &data[i], 1) != cudaSuccess) continue;
+    if (cudaGraphAddDependencies(graph, &from[i], &to[i], &early, 1) == cudaSuccess) {
+      ++changed;
+    } else if (cudaGraphAddDependencies(graph, &from[i], &to[i], &data[i], 1) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;  // the edge is gone: the graph must not be used
+    }
+  }
+  cudaGetLastError();
+  return changed;
 }
 
 }  // namespace ingot::cuda

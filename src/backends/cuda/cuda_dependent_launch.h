@@ -8,15 +8,19 @@
 // can start its CTAs early, do what needs no earlier result (loads of weights), then wait in
 // wait_prior_grids() until every earlier kernel has ended and its memory is visible.
 //
-// What it buys depends on the kernel before: the overlap begins only when that kernel lets its
-// dependents go (allow_dependent_grids, which ingot's kernels call right after their wait), or
-// when its CTAs have all exited. cuBLASLt's kernels do neither early, so after a product the
-// LayerNorm or attention kernel gains nothing, and with it on for ingot's own kernels BERT-base
-// b1 ran 4-10 us slower and DistilBERT b1 0-4 us (H100, alternating A/B, developer session 18):
-// off by default. The products themselves would have to be ingot's own to gain
-// (gemm_split_k.h). Turning every edge of the captured graph programmatic, cuBLASLt's included,
-// made BERT-base b1 60 us faster and its outputs wrong: cuBLASLt's kernels read their inputs
-// without waiting.
+// What it buys depends on the kernel before: launched into a stream, the overlap begins only when
+// that kernel lets its dependents go (allow_dependent_grids, which ingot's kernels call right
+// after their wait), or when its CTAs have all exited. cuBLASLt's kernels do neither early, so
+// after a product the LayerNorm or attention kernel gained nothing that way (developer session
+// 18). In a captured CUDA graph, trigger_dependents_at_launch below moves each such edge to the
+// kernel before's launch completion (all its CTAs have started): the next kernel's CTAs are then
+// resident and waiting when the product ends. With that, on an H200 (developer session 20,
+// alternating A/B, off / on): DistilBERT b1 0.2009 / 0.1942 and 0.2017 / 0.1955 ms, BERT-base b1
+// 0.4117 / 0.3878 and 0.4113 / 0.3886, but DistilBERT b32 0.7018 / 0.7110 and 0.6995 / 0.7448,
+// BERT-base b32 1.4762 / 1.5440 and 1.4839 / 1.4905: still off by default until a policy that
+// keeps it to small batches is measured on every model. Turning every edge of the captured graph
+// programmatic, cuBLASLt's included, made BERT-base b1 60 us faster and its outputs wrong:
+// cuBLASLt's kernels read their inputs without waiting.
 //
 // The rule that keeps this safe: a kernel launched through launch_dependent calls
 // wait_prior_grids() in every CTA before its first access to memory that earlier work writes or
@@ -29,9 +33,17 @@
 // otherwise launch_dependent launches in the ordinary way and wait_prior_grids returns at once.
 #pragma once
 
+#include <cuda_runtime.h>
+
 namespace ingot::cuda {
 
 // Whether launch_dependent asks for programmatic dependent launch: INGOT_CUDA_PDL=1.
 bool dependent_launch_enabled();
+
+// Makes every programmatic edge of a captured graph trigger when the kernel before has launched
+// all its CTAs instead of when it lets its dependents go: the dependent waits in
+// wait_prior_grids() all the same (the edge stays programmatic). Returns the edges changed, or
+// -1 when an edge could be neither changed nor restored (the graph must then be discarded).
+int trigger_dependents_at_launch(cudaGraph_t graph);
 
 }  // namespace ingot::cuda
