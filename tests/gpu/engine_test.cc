@@ -325,13 +325,15 @@ TEST(CudaEngine, L2PrefetchChangesNoOutput) {
 }
 
 // Programmatic dependent launch (cuda_dependent_launch.h) lets a kernel start before the one
-// before it has ended; each waits before touching activations, so the outputs are bit for bit
-// those of ordinary launches, in a graph and without one, run after run.
+// before it has ended (in a graph, once the kernel before has launched); each waits before
+// touching activations, so the outputs are bit for bit those of ordinary launches, in a graph
+// and without one, run after run; "auto" (the fixtures' graphs are small) the same.
 TEST(CudaEngine, DependentLaunchChangesNoOutput) {
   INGOT_REQUIRE_GPU();
-  expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}, Fixture{"gpt2", "torchscript"},
-                                   Fixture{"resnet18", "torchscript"}},
-                                  "INGOT_CUDA_PDL", "1", 3);
+  for (const char* mode : {"1", "auto"})
+    expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}, Fixture{"gpt2", "torchscript"},
+                                     Fixture{"resnet18", "torchscript"}},
+                                    "INGOT_CUDA_PDL", mode, 3);
 }
 
 // INGOT_CUDA_SKIP_OPS (a timing aid): the named op types enqueue nothing, so their outputs are

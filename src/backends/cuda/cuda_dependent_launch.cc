@@ -7,12 +7,35 @@
 
 namespace ingot::cuda {
 
+namespace {
+thread_local int scope_choice = -1;  // auto mode: -1 no scope, 0 off, 1 on
+}  // namespace
+
 // Read at every launch (a getenv beside a launch's microseconds), so that a test can compare
-// both ways in one process.
-bool dependent_launch_enabled() {
+// the ways in one process.
+DependentLaunchMode dependent_launch_mode() {
   const char* e = std::getenv("INGOT_CUDA_PDL");
-  return e && std::strcmp(e, "1") == 0;
+  if (!e) return DependentLaunchMode::kOff;
+  if (std::strcmp(e, "1") == 0) return DependentLaunchMode::kOn;
+  if (std::strcmp(e, "auto") == 0) return DependentLaunchMode::kAuto;
+  return DependentLaunchMode::kOff;
 }
+
+bool dependent_launch_enabled() {
+  switch (dependent_launch_mode()) {
+    case DependentLaunchMode::kOn: return true;
+    case DependentLaunchMode::kAuto: return scope_choice == 1;
+    case DependentLaunchMode::kOff: return false;
+  }
+  return false;
+}
+
+bool dependent_launch_pays(long long largest_activation_bytes) {
+  return largest_activation_bytes <= kSmallGraphActivationBytes;
+}
+
+DependentLaunchScope::DependentLaunchScope(bool on) : saved_(scope_choice) { scope_choice = on ? 1 : 0; }
+DependentLaunchScope::~DependentLaunchScope() { scope_choice = saved_; }
 
 int trigger_dependents_at_launch(cudaGraph_t graph) {
   size_t n = 0;

@@ -30,15 +30,40 @@
 // kernels such as cuBLASLt's) keep the ordinary full ordering.
 //
 // INGOT_CUDA_PDL=1 (read at each launch; a CUDA graph keeps what it captured) turns it on;
-// otherwise launch_dependent launches in the ordinary way and wait_prior_grids returns at once.
+// INGOT_CUDA_PDL=auto turns it on for the CUDA graphs of small shapes only (those whose largest
+// activation is at most kSmallGraphActivationBytes: batch 1 gained, batch 32 lost); otherwise
+// launch_dependent launches in the ordinary way and wait_prior_grids returns at once.
 #pragma once
 
 #include <cuda_runtime.h>
 
 namespace ingot::cuda {
 
-// Whether launch_dependent asks for programmatic dependent launch: INGOT_CUDA_PDL=1.
+enum class DependentLaunchMode { kOff, kOn, kAuto };
+
+// INGOT_CUDA_PDL: "1" on, "auto" for small graphs, anything else (or unset) off.
+DependentLaunchMode dependent_launch_mode();
+
+// Whether launch_dependent asks for programmatic dependent launch now: mode on, or auto inside a
+// DependentLaunchScope that chose it on this thread.
 bool dependent_launch_enabled();
+
+// The auto mode's rule (a first guess, to be measured on every model: BERT-base b1's largest
+// activation is 0.75 MB, b32's 24 MB).
+constexpr long long kSmallGraphActivationBytes = 4ll << 20;
+bool dependent_launch_pays(long long largest_activation_bytes);
+
+// In auto mode, the launches on this thread while it lives use dependent launch iff `on`.
+class DependentLaunchScope {
+ public:
+  explicit DependentLaunchScope(bool on);
+  ~DependentLaunchScope();
+  DependentLaunchScope(const DependentLaunchScope&) = delete;
+  DependentLaunchScope& operator=(const DependentLaunchScope&) = delete;
+
+ private:
+  int saved_;
+};
 
 // Makes every programmatic edge of a captured graph trigger when the kernel before has launched
 // all its CTAs instead of when it lets its dependents go: the dependent waits in
