@@ -172,6 +172,20 @@ TEST(FuseClassifierHead, SharedIntermediateWideOrActivatedLogitsStayUnfused) {
   }
 }
 
+// Builds m as it is (no optimizer) and runs it on X [B, E] (and R [B, 3, E] when it has that
+// input): "" when it ran, else the error line.
+std::string run_message(const Model& m) {
+  EngineOptions o;
+  o.optimize = false;
+  auto e = Engine::from_model(m, o);
+  if (!e) return e.status().message();
+  std::map<std::string, Tensor> feeds{{"X", random_tensor({B, E}, 7)}};
+  for (ValueId v : m.graph.inputs)
+    if (m.graph.value(v).name == "R") feeds["R"] = random_tensor({B, 3, E}, 8);
+  auto out = (*e)->create_context()->run(feeds);
+  return out ? std::string() : out.status().message();
+}
+
 // The op's CPU kernel on its own: the float32 output attribute, and one clear line for each
 // malformed input or attribute.
 TEST(FuseClassifierHead, KernelChecksItsInputsAndAttributes) {
@@ -186,12 +200,7 @@ TEST(FuseClassifierHead, KernelChecksItsInputsAndAttributes) {
                     {x, b.constant("gamma", gamma), kNoValue, b.constant("W1", random_tensor(w1_shape, 3)), kNoValue,
                      b.constant("W2", random_tensor({F, 2}, 5)), b.constant("b2", random_tensor(b2_shape, 6))},
                     a, "ingot"));
-    EngineOptions o;
-    o.optimize = false;
-    auto e = Engine::from_model(b.m, o);
-    if (!e) return e.status().message();
-    auto out = (*e)->create_context()->run({{"X", random_tensor({B, E}, 7)}});
-    return out ? std::string() : out.status().message();
+    return run_message(b.m);
   };
   EXPECT_EQ(attempt({E, F}, {2}, "Tanh", DType::kFloat32), "");
   const std::string k = attempt({E + 1, F}, {2}, "Tanh", DType::kFloat32);
@@ -216,12 +225,7 @@ TEST(FuseClassifierHead, KernelChecksItsInputsAndAttributes) {
                      with_f1 ? b.constant("F1", random_tensor({E, FF}, 13)) : kNoValue, kNoValue,
                      b.constant("F2", random_tensor(f2_shape, 15)), kNoValue},
                     a, "ingot"));
-    EngineOptions o;
-    o.optimize = false;
-    auto e = Engine::from_model(b.m, o);
-    if (!e) return e.status().message();
-    auto out = (*e)->create_context()->run({{"X", random_tensor({B, E}, 7)}});
-    return out ? std::string() : out.status().message();
+    return run_message(b.m);
   };
   EXPECT_EQ(attempt_ffn({FF, E}, true, "Gelu"), "");
   const std::string f2 = attempt_ffn({FF, E + 1}, true, "Gelu");
@@ -230,6 +234,30 @@ TEST(FuseClassifierHead, KernelChecksItsInputsAndAttributes) {
   EXPECT_NE(f1.find("input 9"), std::string::npos) << f1;
   const std::string fa = attempt_ffn({FF, E}, true, "Tanh");
   EXPECT_NE(fa.find("attribute 'ffn_activation' = 'Tanh'"), std::string::npos) << fa;
+
+  // With the output projection's inputs too (X the context, R [B, 3, E] read at a position).
+  auto attempt_projection = [](Shape wo_shape, Shape r_shape, int64_t position) {
+    GraphBuilder b("test:classifier_head_projection_op");
+    ValueId x = b.input("X", DType::kFloat32, {B, E});
+    Attributes a;
+    a.set("ffn_activation", string_attr("Gelu"));
+    a.set("residual_position", int_attr(position));
+    b.output(b.node("ClassifierHead",
+                    {x, b.constant("gamma", random_tensor({E}, 1)), kNoValue, b.constant("W1", random_tensor({E, F}, 3)),
+                     kNoValue, b.constant("W2", random_tensor({F, 2}, 5)), kNoValue,
+                     b.constant("ffn_gamma", random_tensor({E}, 11)), kNoValue, b.constant("F1", random_tensor({E, FF}, 13)),
+                     kNoValue, b.constant("F2", random_tensor({FF, E}, 15)), kNoValue,
+                     b.constant("Wo", random_tensor(wo_shape, 17)), kNoValue, b.input("R", DType::kFloat32, r_shape)},
+                    a, "ingot"));
+    return run_message(b.m);
+  };
+  EXPECT_EQ(attempt_projection({E, E}, {B, 3, E}, -1), "");
+  const std::string wo = attempt_projection({E + 1, E}, {B, 3, E}, 0);
+  EXPECT_NE(wo.find("input 13 (Wo) has shape 17x16, expected [16, K]"), std::string::npos) << wo;
+  const std::string r = attempt_projection({E, E}, {B, 3, E + 1}, 0);
+  EXPECT_NE(r.find("input 15 (R) has shape"), std::string::npos) << r;
+  const std::string pos = attempt_projection({E, E}, {B, 3, E}, 3);
+  EXPECT_NE(pos.find("attribute 'residual_position' = 3 is outside [-3, 3)"), std::string::npos) << pos;
 }
 
 // The sequence classifiers of both exporters: the head after the last layer is one

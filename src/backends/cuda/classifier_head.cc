@@ -235,6 +235,25 @@ class ClassifierHeadKernel : public CudaKernel {
     return static_cast<const void*>(sc.x0);
   }
 
+  // y = act(x · W + bias) on cuBLASLt, the activation in its epilogue where FusedMatMul puts it
+  // there (ReLU; for half types GELU in its tanh form, gemm.cc says why), else in place after.
+  Status activated_product(CudaComputeContext& ctx, const void* x, int w, int bias, int64_t m, int64_t n, int64_t k,
+                           HeadActivation act, void* y) const {
+    const DType dt = ctx.input(kHeadX).dtype();
+    GemmDesc d;
+    d.m = m, d.n = n, d.k = k;
+    d.dtype = dt;
+    d.bias = optional(ctx, bias);
+    bool after = false;
+    if (act == HeadActivation::kRelu) d.activation = GemmActivation::kRelu;
+    else if (dt != DType::kFloat32 && (act == HeadActivation::kGeluErf || act == HeadActivation::kGeluTanh))
+      d.activation = GemmActivation::kGeluTanh;
+    else after = act != HeadActivation::kNone;
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, x, ctx.input(w).raw(), y, ctx.workspace(), kGemmWorkspaceBytes));
+    if (!after) return Status::ok();
+    return cuda_status(launch_activation_inplace(y, m * n, pointwise(act), dt, ctx.stream()), "ClassifierHead: activation");
+  }
+
   // The feed-forward block on the general kernels, as the unfused graph ran it: LayerNorm into
   // Hf, the first product with its bias and activation into G, the second with its bias and Hf
   // as cuBLASLt's C into X. Returns X.
@@ -242,18 +261,7 @@ class ClassifierHeadKernel : public CudaKernel {
     const DType dt = ctx.input(kHeadX).dtype();
     INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, dtype_size(dt)));
     INGOT_CUDA_RETURN_IF_ERROR(layer_norm(ctx, x0, kFfnGamma, kFfnBeta, spec_.ffn_epsilon, sc.hf, s));
-    GemmDesc d;
-    d.m = s.rows, d.n = s.NF, d.k = s.K;
-    d.dtype = dt;
-    d.bias = optional(ctx, kFfnB1);
-    bool after = false;
-    if (spec_.ffn_act == HeadActivation::kRelu) d.activation = GemmActivation::kRelu;
-    else if (spec_.ffn_act != HeadActivation::kNone && dt != DType::kFloat32) d.activation = GemmActivation::kGeluTanh;
-    else after = spec_.ffn_act != HeadActivation::kNone;  // float32 GELU: exact, after the product (gemm.cc)
-    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, sc.hf, ctx.input(kFfnW1).raw(), sc.g, ctx.workspace(), kGemmWorkspaceBytes));
-    if (after)
-      INGOT_CUDA_RETURN_IF_ERROR(
-          launch_activation_inplace(sc.g, s.rows * s.NF, pointwise(spec_.ffn_act), dt, ctx.stream()));
+    INGOT_RETURN_IF_ERROR(activated_product(ctx, sc.hf, kFfnW1, kFfnB1, s.rows, s.NF, s.K, spec_.ffn_act, sc.g));
     GemmDesc o;
     o.m = s.rows, o.n = s.K, o.k = s.NF;
     o.dtype = dt;
@@ -278,26 +286,13 @@ class ClassifierHeadKernel : public CudaKernel {
     return launch_row_norm(n, ctx.stream());
   }
 
-  // The head on the general kernels: LayerNorm, a cuBLASLt product with the bias (and ReLU, or
-  // for half types the tanh-form GELU, as FusedMatMul computes them) in its epilogue, an
-  // in-place activation for the rest, and the narrow-product kernel for the logits.
+  // The head on the general kernels: LayerNorm, the activated product, and the narrow-product
+  // kernel for the logits.
   Status composed(CudaComputeContext& ctx, const Sizes& s, const void* x) const {
     const DType dt = ctx.input(kHeadX).dtype();
     INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, dtype_size(dt)));
     INGOT_CUDA_RETURN_IF_ERROR(layer_norm(ctx, x, kHeadGamma, kHeadBeta, spec_.epsilon, sc.xn, s));
-    GemmDesc d;
-    d.m = s.rows, d.n = s.N1, d.k = s.K;
-    d.dtype = dt;
-    d.bias = optional(ctx, kHeadB1);
-    bool after = spec_.act != HeadActivation::kNone;
-    if (spec_.act == HeadActivation::kRelu) {
-      d.activation = GemmActivation::kRelu, after = false;
-    } else if (dt != DType::kFloat32 && (spec_.act == HeadActivation::kGeluErf || spec_.act == HeadActivation::kGeluTanh)) {
-      d.activation = GemmActivation::kGeluTanh, after = false;  // as FusedMatMul (gemm.cc says why)
-    }
-    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, sc.xn, ctx.input(kHeadW1).raw(), sc.h, ctx.workspace(), kGemmWorkspaceBytes));
-    if (after)
-      INGOT_CUDA_RETURN_IF_ERROR(launch_activation_inplace(sc.h, s.rows * s.N1, pointwise(spec_.act), dt, ctx.stream()));
+    INGOT_RETURN_IF_ERROR(activated_product(ctx, sc.xn, kHeadW1, kHeadB1, s.rows, s.N1, s.K, spec_.act, sc.h));
     return cuda_status(launch_skinny_product(sc.h, ctx.input(kHeadW2).raw(), optional(ctx, kHeadB2), ctx.output(0).raw(),
                                              s.rows, s.N1, s.N2, dt, spec_.float_output, false,
                                              PointwiseActivation::kRelu, ctx.stream()),

@@ -25,6 +25,7 @@
 #include "backends/cuda/classifier_head_impl.h"
 #include "backends/cuda/cuda_common.cuh"
 #include "backends/cuda/dependent_launch.cuh"
+#include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/pointwise_activation.cuh"
 
 namespace ingot::cuda {
@@ -54,30 +55,6 @@ struct HeadParams {
   bool float_output, has_act;
   PointwiseActivation act;
 };
-
-template <class T> __device__ __forceinline__ float rounded(float v) { return to_float(from_float<T>(v)); }
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// Sums v[r] over the CTA for r < R (every thread gets them), through red [kWarps][R].
-template <int R>
-__device__ __forceinline__ void block_sums(float (&v)[R], float* red, int warp, int lane) {
-#pragma unroll
-  for (int r = 0; r < R; ++r) v[r] = warp_sum(v[r]);
-  if (lane == 0)
-#pragma unroll
-    for (int r = 0; r < R; ++r) red[warp * R + r] = v[r];
-  __syncthreads();
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    v[r] = 0.f;
-    for (int w = 0; w < kWarps; ++w) v[r] += red[w * R + r];
-  }
-}
 
 // Floats between normalized rows: a multiple of 4 (16-byte aligned rows).
 __host__ __device__ constexpr int xn_pitch(int K) { return (K + 3) / 4 * 4; }
@@ -193,7 +170,7 @@ __global__ void __launch_bounds__(kThreads) classifier_head_kernel(HeadParams p)
 #pragma unroll
       for (int i = 0; i < kRowVals; ++i) s[r] += xv[r][i];
     }
-    block_sums<R>(s, ln_red, warp, lane);
+    norm::block_sums<R, kWarps>(s, ln_red);
     float mean[R], q[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -205,14 +182,14 @@ __global__ void __launch_bounds__(kThreads) classifier_head_kernel(HeadParams p)
         q[r] += c * c;
       }
     }
-    block_sums<R>(q, ln_red + kWarps * R, warp, lane);
+    norm::block_sums<R, kWarps>(q, ln_red + kWarps * R);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const float inv = 1.0f / sqrtf(q[r] / float(K) + p.epsilon);
 #pragma unroll
       for (int i = 0; i < kRowVals; ++i) {
         const int k = t + i * kThreads;
-        if (k < K) xn[r * pitch + k] = rounded<T>((xv[r][i] - mean[r]) * inv * gv[i] + bv[i]);
+        if (k < K) xn[r * pitch + k] = norm::round_to<T>((xv[r][i] - mean[r]) * inv * gv[i] + bv[i]);
       }
     }
   }
@@ -266,7 +243,7 @@ __global__ void __launch_bounds__(kThreads) classifier_head_kernel(HeadParams p)
       }
     }
 #pragma unroll
-    for (int u = 0; u < kOut; ++u) sum[u] = warp_sum(sum[u]);
+    for (int u = 0; u < kOut; ++u) sum[u] = norm::warp_sum(sum[u]);
     if (lane == 0) {
 #pragma unroll
       for (int u = 0; u < kOut; ++u) {
@@ -276,7 +253,7 @@ __global__ void __launch_bounds__(kThreads) classifier_head_kernel(HeadParams p)
         if (col0 + c < N1) {
           v = sum[u] + b1[c];
           if (p.has_act) v = activate(v, p.act);
-          v = rounded<T>(v);
+          v = norm::round_to<T>(v);
         }
         h[o] = v;
       }
@@ -290,7 +267,7 @@ __global__ void __launch_bounds__(kThreads) classifier_head_kernel(HeadParams p)
     const int r = pr / N2, n = pr % N2;
     float s = 0.f;
     for (int c = lane; c < width; c += 32) s += h[r * cpc + c] * w2[c * N2 + n];
-    s = warp_sum(s);
+    s = norm::warp_sum(s);
     if (lane == 0) {
       p.shares[size_t(pr) * gridDim.x + blockIdx.x] = s;
       __threadfence();  // the share is visible before the CTA takes its ticket
@@ -306,7 +283,7 @@ __global__ void __launch_bounds__(kThreads) classifier_head_kernel(HeadParams p)
   for (int pr = warp; pr < p.rows * N2; pr += kWarps) {
     float s = 0.f;
     for (int b = lane; b < int(gridDim.x); b += 32) s += __ldcg(&p.shares[size_t(pr) * gridDim.x + b]);
-    s = warp_sum(s);
+    s = norm::warp_sum(s);
     if (lane == 0) {
       const float v = s + b2[pr % N2];
       if (p.float_output) static_cast<float*>(p.y)[pr] = v;

@@ -41,6 +41,7 @@
 #include "backends/cuda/cuda_tensor_map.h"
 #include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/mma_sync.cuh"  // smem_addr
+#include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/pointwise_activation.cuh"
 
 namespace ingot::cuda {
@@ -75,32 +76,6 @@ struct TailParams {
   PointwiseActivation ffn_act, act;
 };
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-template <class T> __device__ __forceinline__ float rounded(float v) { return to_float(from_float<T>(v)); }
-
-// Sums v[r] over the CTA for r < R (every thread gets them), through red [kWarps][R].
-template <int R>
-__device__ __forceinline__ void block_sums(float (&v)[R], float* red) {
-  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
-#pragma unroll
-  for (int r = 0; r < R; ++r) v[r] = warp_sum(v[r]);
-  __syncthreads();  // red may still be read by an earlier call
-  if (lane == 0)
-#pragma unroll
-    for (int r = 0; r < R; ++r) red[warp * R + r] = v[r];
-  __syncthreads();
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    v[r] = 0.f;
-    for (int w = 0; w < kWarps; ++w) v[r] += red[w * R + r];
-  }
-}
-
 // Rows r < R of x ([R][K] of T in global memory; `fresh`: written by other CTAs of this kernel,
 // so read from L2) normalized over K into out [R][K], rounded to T as the LayerNorm kernel
 // stores them.
@@ -121,7 +96,7 @@ __device__ void normalize_rows(const T* x, bool fresh, int K, const T* gamma, co
       s[r] += v;
     }
   }
-  block_sums<R>(s, red);
+  norm::block_sums<R, kWarps>(s, red);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     s[r] /= float(K);
@@ -132,7 +107,7 @@ __device__ void normalize_rows(const T* x, bool fresh, int K, const T* gamma, co
       q[r] += c * c;
     }
   }
-  block_sums<R>(q, red);
+  norm::block_sums<R, kWarps>(q, red);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const float inv = 1.0f / sqrtf(q[r] / float(K) + epsilon);
@@ -141,7 +116,7 @@ __device__ void normalize_rows(const T* x, bool fresh, int K, const T* gamma, co
       const int k = t + i * kThreads;
       if (k >= K) continue;
       const float b = beta ? to_float(beta[k]) : 0.f;
-      out[size_t(r) * K + k] = rounded<T>((xv[r][i] - s[r]) * inv * to_float(gamma[k]) + b);
+      out[size_t(r) * K + k] = norm::round_to<T>((xv[r][i] - s[r]) * inv * to_float(gamma[k]) + b);
     }
   }
 }
@@ -195,16 +170,36 @@ __device__ void column_product(const float* x, int K, const T* w, int groups, fl
   for (int o = warp; o < R * cols; o += kWarps) {
     float s = 0.f;
     for (int l = lane; l < lanes; l += 32) s += red[size_t(o) * lanes + l];
-    s = warp_sum(s);
+    s = norm::warp_sum(s);
     if (lane == 0) out[o] = s;
   }
   __syncthreads();
 }
 
-// Every CTA has arrived `target` times in all. Thread 0's fence after the CTA's barrier makes
-// the CTA's writes visible to every CTA past the grid barrier (readers use __ldcg: L1 is not
-// coherent), as cooperative groups' grid sync does.
-__device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned target) {
+// out[o] = act(in[o] + bias[c0 + c]) rounded to T for o = r · cols + c < R · cols, and 0 for the
+// columns past n (in may be out: each thread reads and writes only its own o).
+template <class T, int R>
+__device__ void bias_activation(const float* in, float* out, int cols, int c0, int n, const void* bias, bool has_act,
+                                PointwiseActivation act) {
+  for (int o = int(threadIdx.x); o < R * cols; o += kThreads) {
+    const int c = c0 + o % cols;
+    float v = 0.f;
+    if (c < n) {
+      v = in[o] + (bias ? to_float(static_cast<const T*>(bias)[c]) : 0.f);
+      if (has_act) v = activate(v, act);
+      v = norm::round_to<T>(v);
+    }
+    out[o] = v;
+  }
+}
+
+// The grid's next barrier: `arrivals` (this CTA's count of the arrivals so far, all CTAs'
+// together) grows by the grid's size, and every CTA waits until the counter reaches it. Thread
+// 0's fence after the CTA's barrier makes the CTA's writes visible to every CTA past the grid
+// barrier (readers use __ldcg: L1 is not coherent), as cooperative groups' grid sync does.
+__device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned& arrivals) {
+  arrivals += gridDim.x;
+  const unsigned target = arrivals;
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -298,7 +293,6 @@ __global__ void __launch_bounds__(kThreads)
                       to_float(static_cast<const T*>(p.residual)[size_t(r) * p.residual_pitch + d]);
       x0w[size_t(r) * K + d] = from_float<T>(v);
     }
-    arrivals += unsigned(ctas);
     grid_barrier(p.counter, arrivals);
     x0 = x0w;
   }
@@ -315,16 +309,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();  // Hf complete
   column_product<T, R>(xa, K, sf1, p.fpc, red, out);
-  for (int o = t; o < R * c1; o += kThreads) {
-    const int n = n0 + o % c1;
-    float v = 0.f;
-    if (n < NF) {
-      v = out[o] + (p.fb1 ? to_float(static_cast<const T*>(p.fb1)[n]) : 0.f);
-      if (p.ffn_has_act) v = activate(v, p.ffn_act);
-      v = rounded<T>(v);
-    }
-    gs[o] = v;
-  }
+  bias_activation<T, R>(out, gs, c1, n0, NF, p.fb1, p.ffn_has_act, p.ffn_act);
   __syncthreads();
   mbar_wait(f2_bar);
   for (int v = t; v < K / kVec; v += kThreads) {
@@ -351,7 +336,6 @@ __global__ void __launch_bounds__(kThreads)
       for (int i = 0; i < kVec; i += 4) *reinterpret_cast<float4*>(dst + i) = make_float4(acc[r][i], acc[r][i + 1], acc[r][i + 2], acc[r][i + 3]);
     }
   }
-  arrivals += unsigned(ctas);
   grid_barrier(p.counter, arrivals);
 
   // 2. This CTA's columns of X: the partial sums in CTA order, fb2, the residual Hf.
@@ -377,7 +361,6 @@ __global__ void __launch_bounds__(kThreads)
       xo[size_t(r) * K + d] = from_float<T>(v);
     }
   }
-  arrivals += unsigned(ctas);
   grid_barrier(p.counter, arrivals);
 
   // 3. The head: Xn, this CTA's slice of H (into `out`), its share of each logit.
@@ -385,16 +368,7 @@ __global__ void __launch_bounds__(kThreads)
   mbar_wait(w1_bar);
   __syncthreads();  // Xn complete
   column_product<T, R>(xa, K, sw1, p.ppc, red, out);
-  for (int o = t; o < R * c3; o += kThreads) {
-    const int n = p0 + o % c3;
-    float v = 0.f;
-    if (n < N1) {
-      v = out[o] + (p.b1 ? to_float(static_cast<const T*>(p.b1)[n]) : 0.f);
-      if (p.has_act) v = activate(v, p.act);
-      v = rounded<T>(v);
-    }
-    out[o] = v;
-  }
+  bias_activation<T, R>(out, out, c3, p0, N1, p.b1, p.has_act, p.act);
   __syncthreads();
   const int width = max(0, min(c3, N1 - p0));
   const T* w2 = static_cast<const T*>(p.w2);
@@ -402,20 +376,20 @@ __global__ void __launch_bounds__(kThreads)
     const int r = pr / N2, n = pr % N2;
     float s = 0.f;
     for (int c = lane; c < width; c += 32) s += out[r * c3 + c] * to_float(w2[size_t(p0 + c) * N2 + n]);
-    s = warp_sum(s);
+    s = norm::warp_sum(s);
     if (lane == 0) p.shares[size_t(pr) * ctas + cta] = s;
   }
   __syncthreads();
   if (t == 0) {
     __threadfence();  // the CTA's shares are visible before its ticket
-    last = atomicAdd(p.counter, 1u) == arrivals + unsigned(ctas) - 1;
+    last = atomicAdd(p.counter, 1u) == arrivals + gridDim.x - 1;
   }
   __syncthreads();
   if (!last) return;
   for (int pr = warp; pr < R * N2; pr += kWarps) {
     float s = 0.f;
     for (int b = lane; b < ctas; b += 32) s += __ldcg(&p.shares[size_t(pr) * ctas + b]);
-    s = warp_sum(s);
+    s = norm::warp_sum(s);
     if (lane == 0) {
       const float v = s + (p.b2 ? to_float(static_cast<const T*>(p.b2)[pr % N2]) : 0.f);
       if (p.float_output) static_cast<float*>(p.y)[pr] = v;

@@ -267,10 +267,14 @@ void CudaContext::print_profile() const {
 // initialisation that is not capturable (module loads, heuristics) happened outside it.
 void CudaContext::capture(Instance& inst) {
   // INGOT_CUDA_PDL=auto: dependent launch for this graph when its activations are small.
-  int64_t largest = 0;
-  for (const ValueHome& h : inst.plan->homes)
-    if (h.kind == ValueHome::Kind::kArena || h.kind == ValueHome::Kind::kOwn) largest = std::max(largest, h.bytes);
-  const DependentLaunchScope scope(dependent_launch_pays(largest));
+  bool small = false;
+  if (dependent_launch_mode() == DependentLaunchMode::kAuto) {
+    int64_t largest = 0;
+    for (const ValueHome& h : inst.plan->homes)
+      if (h.kind == ValueHome::Kind::kArena || h.kind == ValueHome::Kind::kOwn) largest = std::max(largest, h.bytes);
+    small = dependent_launch_pays(largest);
+  }
+  const DependentLaunchScope scope(small);
   cudaGraph_t graph = nullptr;
   cudaError_t e = cudaStreamBeginCapture(handles_.stream, cudaStreamCaptureModeThreadLocal);
   if (e != cudaSuccess) {

@@ -1,5 +1,5 @@
 // Device pieces the normalisation family (norm_layer.cu, norm_softmax.cu, norm_gelu.cu,
-// embed_layer_norm.cu) shares: launch shape constants and warp/block reductions whose result
+// embed_layer_norm.cu, and the classifier head's kernels) shares: launch shape constants and warp/block reductions whose result
 // every thread sees bit-identically (Pack, load_floats, store_floats: cuda_common.cuh).
 #pragma once
 
@@ -53,5 +53,24 @@ __device__ __forceinline__ float round_to(float v) {
 
 __device__ __forceinline__ float warp_sum(float v) { return warp_reduce<SumOp>(v); }
 __device__ __forceinline__ float block_sum(float v) { return block_reduce<SumOp>(v); }
+
+// Sums v[r] for r < R over a CTA of W warps at once (every thread gets the same bits: the warps'
+// sums are added in warp order), through red [W][R]; several rows cost one pair of barriers.
+template <int R, int W>
+__device__ __forceinline__ void block_sums(float (&v)[R], float* red) {
+  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
+#pragma unroll
+  for (int r = 0; r < R; ++r) v[r] = warp_sum(v[r]);
+  __syncthreads();  // red may still be read by an earlier call
+  if (lane == 0)
+#pragma unroll
+    for (int r = 0; r < R; ++r) red[warp * R + r] = v[r];
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    v[r] = 0.f;
+    for (int w = 0; w < W; ++w) v[r] += red[w * R + r];
+  }
+}
 
 }  // namespace ingot::cuda::norm
