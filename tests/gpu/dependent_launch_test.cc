@@ -31,9 +31,9 @@ class PdlEnv {
 };
 
 TEST(DependentLaunchSwitch, ModesOfTheVariable) {
-  for (auto [value, mode] : {std::pair<const char*, DependentLaunchMode>{nullptr, DependentLaunchMode::kOff},
+  for (auto [value, mode] : {std::pair<const char*, DependentLaunchMode>{nullptr, DependentLaunchMode::kAuto},
                              {"0", DependentLaunchMode::kOff},
-                             {"yes", DependentLaunchMode::kOff},
+                             {"yes", DependentLaunchMode::kAuto},
                              {"1", DependentLaunchMode::kOn},
                              {"auto", DependentLaunchMode::kAuto}}) {
     PdlEnv env(value);
@@ -47,13 +47,13 @@ TEST(DependentLaunchSwitch, OnAndOffIgnoreScopes) {
     const DependentLaunchScope off(false);
     EXPECT_TRUE(dependent_launch_enabled());
   }
-  PdlEnv env(nullptr);
+  PdlEnv env("0");
   const DependentLaunchScope on(true);
   EXPECT_FALSE(dependent_launch_enabled());
 }
 
 TEST(DependentLaunchSwitch, AutoFollowsTheInnermostScopeOfThisThread) {
-  PdlEnv env("auto");
+  PdlEnv env(nullptr);  // auto is the default
   EXPECT_FALSE(dependent_launch_enabled());  // no scope: ordinary launches (a shape's eager first run)
   {
     const DependentLaunchScope on(true);

@@ -297,22 +297,30 @@ TEST(CudaEngine, ShapeOutsideTheProfileIsRefused) {
   EXPECT_NE(r.status().message().find("outside the engine's optimization profiles"), std::string::npos);
 }
 
-// Runs each fixture's fp16 engine with the environment variable `name` unset, then set to
-// `value` (`runs` runs, the graph replayed after the first), through the captured graph and
-// eager launches, and expects the same outputs bit for bit.
-void expect_switch_changes_no_output(const std::vector<Fixture>& fixtures, const char* name, const char* value,
-                                     int runs) {
+// Sets (or, for null, unsets) the environment variable `name`.
+void set_env(const char* name, const char* value) {
+  if (value) ::setenv(name, value, 1);
+  else ::unsetenv(name);
+}
+
+// Runs each fixture's fp16 engine with the environment variable `name` at `baseline`, then at
+// `value` (null: unset; `runs` runs, the graph replayed after the first), through the captured
+// graph and eager launches, and expects the same outputs bit for bit. Leaves `name` unset.
+void expect_switch_changes_no_output(const std::vector<Fixture>& fixtures, const char* name, const char* baseline,
+                                     const char* value, int runs) {
   for (const Fixture& f : fixtures) {
     auto inputs = npz(dir_of(f) / "inputs.npz");
     for (bool graph : {true, false}) {
-      auto unset = run_engine(model_of(f), inputs, "fp16", graph, 2);
-      ::setenv(name, value, 1);
-      auto set = run_engine(model_of(f), inputs, "fp16", graph, runs);
+      set_env(name, baseline);
+      auto before = run_engine(model_of(f), inputs, "fp16", graph, 2);
+      set_env(name, value);
+      auto after = run_engine(model_of(f), inputs, "fp16", graph, runs);
       ::unsetenv(name);
-      ASSERT_EQ(set.size(), unset.size());
-      ASSERT_FALSE(set.empty());
-      for (size_t i = 0; i < set.size(); ++i)
-        expect_close(set[i].tensor, unset[i].tensor, 0, 0, f.model + " " + set[i].name + " with " + name);
+      ASSERT_EQ(after.size(), before.size());
+      ASSERT_FALSE(after.empty());
+      for (size_t i = 0; i < after.size(); ++i)
+        expect_close(after[i].tensor, before[i].tensor, 0, 0,
+                     f.model + " " + after[i].name + " with " + name + "=" + (value ? value : "(unset)"));
     }
   }
 }
@@ -321,19 +329,21 @@ void expect_switch_changes_no_output(const std::vector<Fixture>& fixtures, const
 // fixtures' outputs are bit for bit the same, through the captured graph and eager launches.
 TEST(CudaEngine, L2PrefetchChangesNoOutput) {
   INGOT_REQUIRE_GPU();
-  expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}}, "INGOT_CUDA_L2_PREFETCH", "0", 2);
+  expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}}, "INGOT_CUDA_L2_PREFETCH", nullptr, "0",
+                                  2);
 }
 
 // Programmatic dependent launch (cuda_dependent_launch.h) lets a kernel start before the one
 // before it has ended (in a graph, once the kernel before has launched); each waits before
-// touching activations, so the outputs are bit for bit those of ordinary launches, in a graph
-// and without one, run after run; "auto" (the fixtures' graphs are small) the same.
+// touching activations, so the outputs are bit for bit those of ordinary launches ("0"), in a
+// graph and without one, run after run: on ("1"), and auto, the default (the fixtures' graphs
+// are small, so it is on there).
 TEST(CudaEngine, DependentLaunchChangesNoOutput) {
   INGOT_REQUIRE_GPU();
-  for (const char* mode : {"1", "auto"})
+  for (const char* mode : {"1", "auto", static_cast<const char*>(nullptr)})
     expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}, Fixture{"gpt2", "torchscript"},
                                      Fixture{"resnet18", "torchscript"}},
-                                    "INGOT_CUDA_PDL", mode, 3);
+                                    "INGOT_CUDA_PDL", "0", mode, 3);
 }
 
 // INGOT_CUDA_SKIP_OPS (a timing aid): the named op types enqueue nothing, so their outputs are

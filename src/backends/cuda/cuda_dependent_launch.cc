@@ -15,10 +15,9 @@ thread_local int scope_choice = -1;  // auto mode: -1 no scope, 0 off, 1 on
 // the ways in one process.
 DependentLaunchMode dependent_launch_mode() {
   const char* e = std::getenv("INGOT_CUDA_PDL");
-  if (!e) return DependentLaunchMode::kOff;
-  if (std::strcmp(e, "1") == 0) return DependentLaunchMode::kOn;
-  if (std::strcmp(e, "auto") == 0) return DependentLaunchMode::kAuto;
-  return DependentLaunchMode::kOff;
+  if (e && std::strcmp(e, "0") == 0) return DependentLaunchMode::kOff;
+  if (e && std::strcmp(e, "1") == 0) return DependentLaunchMode::kOn;
+  return DependentLaunchMode::kAuto;
 }
 
 bool dependent_launch_enabled() {
