@@ -276,6 +276,51 @@ TEST(CudaEngine, ConcurrentContextsMatchSerialRuns) {
   for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[size_t(t)], 0) << "thread " << t;
 }
 
+// A run's host outputs reuse the memory of the same shape's previous outputs only once the
+// caller has let go of them: outputs still held keep their values through later runs on other
+// inputs, and a released output's memory is handed out again (no fresh pages per run).
+TEST(CudaEngine, HeldOutputsKeepTheirValuesAndReleasedOnesAreReused) {
+  INGOT_REQUIRE_GPU();
+  auto inputs = npz(dir_of(bert()) / "inputs.npz");
+  std::map<std::string, Tensor> other;
+  for (const auto& [name, t] : inputs) {
+    Tensor c = t.clone();
+    if (name == "input_ids")  // other tokens of the fixture's 1000 (mask and token types as they were)
+      for (int64_t i = 0; i < c.numel(); ++i) c.data<int64_t>()[i] = (c.data<int64_t>()[i] + 7) % 1000;
+    other[name] = c;
+  }
+  EngineOptions eo;
+  eo.device = "cuda";
+  auto e = Engine::load(model_of(bert()), eo);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  auto ctx = (*e)->create_context();
+  auto first = ctx->run(inputs);
+  ASSERT_TRUE(first.has_value()) << first.status().message();
+  std::vector<Tensor> kept;
+  for (const NamedTensor& o : *first) kept.push_back(o.tensor.clone());
+  for (int i = 0; i < 3; ++i) {  // the later runs replay the graph on the other inputs
+    auto later = ctx->run(other);
+    ASSERT_TRUE(later.has_value()) << later.status().message();
+    ASSERT_EQ(later->size(), first->size());
+    for (size_t k = 0; k < first->size(); ++k) {
+      EXPECT_NE((*later)[k].tensor.raw(), (*first)[k].tensor.raw()) << "a held output's memory was handed out again";
+      EXPECT_EQ(std::memcmp((*first)[k].tensor.raw(), kept[k].raw(), kept[k].nbytes()), 0)
+          << (*first)[k].name << " changed after a later run";
+    }
+  }
+  const void* released = nullptr;
+  {  // this run's outputs are let go of at the end of the scope
+    auto differs = ctx->run(other);
+    ASSERT_TRUE(differs.has_value());
+    EXPECT_NE(std::memcmp((*differs)[0].tensor.raw(), kept[0].raw(), kept[0].nbytes()), 0)
+        << "the other inputs give the same output: the test shows nothing";
+    released = (*differs)[0].tensor.raw();
+  }
+  auto again = ctx->run(other);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ((*again)[0].tensor.raw(), released) << "a released output's memory was not reused";
+}
+
 TEST(CudaEngine, ShapeOutsideTheProfileIsRefused) {
   INGOT_REQUIRE_GPU();
   auto inputs = npz(dir_of(bert()) / "inputs.npz");
