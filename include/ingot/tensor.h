@@ -47,6 +47,8 @@ class Tensor {
   std::vector<int64_t> to_int_vector() const;
 
  private:
+  Tensor(DType dtype, Shape shape, const void* fill);
+
   DType dtype_ = DType::kUndefined;
   Shape shape_;
   int64_t numel_ = 0;

@@ -1,6 +1,7 @@
 #include "ingot/tensor.h"
 
 #include <cassert>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,14 +25,22 @@ std::string shape_str(const Shape& s) {
   return out;
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), nullptr) {}
+
+// The buffer starts as `fill` (nbytes of it) or zeros, and its padding to 64 bytes is zero.
+Tensor::Tensor(DType dtype, Shape shape, const void* fill) : dtype_(dtype), shape_(std::move(shape)) {
   numel_ = shape_numel(shape_);
   size_t bytes = nbytes();
   size_t alloc = (bytes + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
   void* p = std::aligned_alloc(64, alloc);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, alloc);
+  if (fill) {
+    std::memcpy(p, fill, bytes);
+    std::memset(static_cast<std::byte*>(p) + bytes, 0, alloc - bytes);
+  } else {
+    std::memset(p, 0, alloc);
+  }
   owner_ = std::shared_ptr<void>(p, std::free);
   data_ = p;
 }
@@ -48,9 +57,7 @@ Tensor Tensor::wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> 
 
 Tensor Tensor::clone() const {
   if (!defined()) return {};
-  Tensor t(dtype_, shape_);
-  if (nbytes()) std::memcpy(t.data_, data_, nbytes());
-  return t;
+  return Tensor(dtype_, shape_, nbytes() ? data_ : nullptr);  // one pass: no zero fill first
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
