@@ -14,6 +14,7 @@
 #include "backends/cuda/lt_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +38,12 @@ struct HostBlock {
 
 // Null when the host has no memory for it.
 std::shared_ptr<void> host_block_for(HostBlock& cached, size_t bytes) {
-  if (cached.memory && cached.memory.use_count() == 1 && cached.bytes >= bytes) return cached.memory;
+  if (cached.memory && cached.memory.use_count() == 1 && cached.bytes >= bytes) {
+    // The caller's last reference may have been dropped on another thread: its release (the
+    // reference count's decrement) happens before the writes that reuse the memory.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return cached.memory;
+  }
   const size_t alloc = std::max<size_t>(64, (bytes + 63) / 64 * 64);
   void* p = std::aligned_alloc(64, alloc);
   if (!p) return nullptr;
