@@ -34,17 +34,16 @@
 #include "ir/classifier_head_attrs.h"
 #include "passes/match.h"
 #include "passes/pass.h"
+#include "passes/product_chain_match.h"
 
 namespace ingot {
 namespace {
 
 constexpr int64_t kMaxLogits = 8;  // the CUDA kernel's widest second product (gemm_impl.h's kSkinnyMaxN)
 
-bool absent(const Node& n, size_t i) { return n.inputs.size() <= i || n.inputs[i] == kNoValue; }
-
-class HeadMatcher {
+class HeadMatcher : public ProductChainMatcher {
  public:
-  HeadMatcher(const GraphEditor& ed, const std::vector<ValueMeta>* metas) : ed_(ed), metas_(metas) {}
+  using ProductChainMatcher::ProductChainMatcher;
 
   // The fused node for the second product `f2`, or nullopt when the pattern does not hold.
   std::optional<Node> match(int f2) {
@@ -198,57 +197,6 @@ class HeadMatcher {
     replaced_.push_back({at, std::move(context)});
   }
 
-  // A FusedMatMul the head can take: constant 2-D W, no residual; the first writes its input's
-  // dtype with any activation the fused op knows, the second has no activation.
-  bool product(const Node& n, bool first) const {
-    if (!is_op(n, "FusedMatMul", "ingot") || n.inputs.size() < 2 || !absent(n, 3) || n.outputs.size() != 1) return false;
-    const Tensor* w = ed_.constant(n.inputs[1]);
-    if (!w || w->rank() != 2 || w->numel() == 0) return false;
-    if (!absent(n, 2) && !ed_.constant(n.inputs[2])) return false;
-    const std::string act = n.attrs.get_string("activation", "");
-    if (!first) return act.empty();
-    return n.attrs.get_int("output_dtype", 0) == 0 &&
-           (act.empty() || act == "Relu" || act == "Gelu" || act == "GeluTanh");
-  }
-
-  bool layer_norm(const Node& n) const {
-    if (n.inputs.size() < 2 || !ed_.constant(n.inputs[1]) || (!absent(n, 2) && !ed_.constant(n.inputs[2])))
-      return false;
-    for (size_t o = 1; o < n.outputs.size(); ++o)
-      if (n.outputs[o] != kNoValue && !ed_.consumers(n.outputs[o]).empty()) return false;
-    if (n.attrs.get_int("stash_type", 1) != 1) return false;
-    const int64_t axis = n.attrs.get_int("axis", -1);
-    if (axis == -1) return true;
-    const ValueMeta* x = meta(n.inputs[0]);
-    return x && int64_t(x->shape.size()) == axis + 1;
-  }
-
-  // v is read by `reader` alone, is no graph output and no subgraph reads it.
-  bool intermediate(ValueId v, int reader) const {
-    return v != kNoValue && ed_.only_feeds(v, reader) && !ed_.read_by_subgraph(v);
-  }
-
-  bool vector_of(ValueId v, int64_t n) const {
-    const Tensor* t = ed_.constant(v);
-    return t && t->rank() == 1 && t->numel() == n;
-  }
-  bool same_shape(ValueId v, const Tensor& like) const {
-    const Tensor* t = ed_.constant(v);
-    return t && t->shape() == like.shape();
-  }
-
-  const ValueMeta* meta(ValueId v) const {
-    if (!metas_ || v == kNoValue || size_t(v) >= metas_->size() || !(*metas_)[size_t(v)].known) return nullptr;
-    return &(*metas_)[size_t(v)];
-  }
-  DType dtype_of(ValueId v) const {
-    if (const Tensor* t = ed_.constant(v)) return t->dtype();
-    if (const ValueMeta* m = meta(v)) return m->dtype;
-    return ed_.graph().value(v).dtype;
-  }
-
-  const GraphEditor& ed_;
-  const std::vector<ValueMeta>* metas_;
   int unary_ = -1;
   std::vector<int> removed_;
   std::vector<std::pair<int, Node>> replaced_;

@@ -28,20 +28,8 @@ int heads(const Model& m) {
   return n;
 }
 
-// Both optimizer stages for `device` (no precision conversion in between: float32), and the
-// fusion's rewrite count.
 std::pair<Model, int> optimized_for(Model m, const std::string& device, std::vector<ShapeBinding> bindings = {}) {
-  int rewrites = -1;
-  for (PassStage stage : {PassStage::kBeforePrecision, PassStage::kAfterPrecision}) {
-    OptimizeOptions o;
-    o.stage = stage;
-    o.device = device;
-    o.bindings = bindings;
-    auto reports = optimize(m, o);
-    EXPECT_TRUE(reports.has_value()) << reports.status().message();
-    if (reports && stage == PassStage::kAfterPrecision) rewrites = rewrites_of(*reports, "fuse_classifier_head");
-  }
-  return {std::move(m), rewrites};
+  return optimized_both_stages(std::move(m), device, "fuse_classifier_head", std::move(bindings));
 }
 
 struct HeadOptions {

@@ -25,6 +25,25 @@ inline int rewrites_of(const std::vector<PassReport>& reports, const std::string
   return -1;
 }
 
+// m through both optimizer stages for `device` (no precision conversion in between: float32),
+// and the rewrites `pass` reported (it runs in one of them).
+inline std::pair<Model, int> optimized_both_stages(Model m, const std::string& device, const std::string& pass,
+                                                   std::vector<ShapeBinding> bindings = {}) {
+  int rewrites = 0;
+  bool reported = false;
+  for (PassStage stage : {PassStage::kBeforePrecision, PassStage::kAfterPrecision}) {
+    OptimizeOptions o;
+    o.stage = stage;
+    o.device = device;
+    o.bindings = bindings;
+    auto reports = optimize(m, o);
+    EXPECT_TRUE(reports.has_value()) << reports.status().message();
+    if (!reports) return {std::move(m), -1};
+    if (const int r = rewrites_of(*reports, pass); r >= 0) rewrites += r, reported = true;
+  }
+  return {std::move(m), reported ? rewrites : -1};
+}
+
 // tests/models/MODEL/model.EXPORTER.onnx optimized with the default options, and the value
 // metas of its optimized graph at the shapes of the fixture's inputs.npz.
 struct OptimizedFixture {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "backends/cuda/activated_product.h"
 #include "backends/cuda/classifier_head_impl.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/gemm_impl.h"
@@ -235,23 +236,11 @@ class ClassifierHeadKernel : public CudaKernel {
     return static_cast<const void*>(sc.x0);
   }
 
-  // y = act(x · W + bias) on cuBLASLt, the activation in its epilogue where FusedMatMul puts it
-  // there (ReLU; for half types GELU in its tanh form, gemm.cc says why), else in place after.
+  // y = act(x · W + bias) as FusedMatMul computes it (activated_product.h).
   Status activated_product(CudaComputeContext& ctx, const void* x, int w, int bias, int64_t m, int64_t n, int64_t k,
                            HeadActivation act, void* y) const {
-    const DType dt = ctx.input(kHeadX).dtype();
-    GemmDesc d;
-    d.m = m, d.n = n, d.k = k;
-    d.dtype = dt;
-    d.bias = optional(ctx, bias);
-    bool after = false;
-    if (act == HeadActivation::kRelu) d.activation = GemmActivation::kRelu;
-    else if (dt != DType::kFloat32 && (act == HeadActivation::kGeluErf || act == HeadActivation::kGeluTanh))
-      d.activation = GemmActivation::kGeluTanh;
-    else after = act != HeadActivation::kNone;
-    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, x, ctx.input(w).raw(), y, ctx.workspace(), kGemmWorkspaceBytes));
-    if (!after) return Status::ok();
-    return cuda_status(launch_activation_inplace(y, m * n, pointwise(act), dt, ctx.stream()), "ClassifierHead: activation");
+    return cuda::activated_product(ctx.handles(), ctx.workspace(), ctx.input(kHeadX).dtype(), x, ctx.input(w).raw(),
+                                   optional(ctx, bias), m, n, k, act, y, "ClassifierHead");
   }
 
   // The feed-forward block on the general kernels, as the unfused graph ran it: LayerNorm into

@@ -40,6 +40,7 @@
 #include "backends/cuda/cuda_common.cuh"
 #include "backends/cuda/cuda_tensor_map.h"
 #include "backends/cuda/dependent_launch.cuh"
+#include "backends/cuda/grid_barrier.cuh"
 #include "backends/cuda/mma_sync.cuh"  // smem_addr
 #include "backends/cuda/norm_common.cuh"
 #include "backends/cuda/pointwise_activation.cuh"
@@ -191,25 +192,6 @@ __device__ void bias_activation(const float* in, float* out, int cols, int c0, i
     }
     out[o] = v;
   }
-}
-
-// The grid's next barrier: `arrivals` (this CTA's count of the arrivals so far, all CTAs'
-// together) grows by the grid's size, and every CTA waits until the counter reaches it. Thread
-// 0's fence after the CTA's barrier makes the CTA's writes visible to every CTA past the grid
-// barrier (readers use __ldcg: L1 is not coherent), as cooperative groups' grid sync does.
-__device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned& arrivals) {
-  arrivals += gridDim.x;
-  const unsigned target = arrivals;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(counter, 1u);
-    unsigned seen;
-    do {
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
-    } while (seen < target);
-  }
-  __syncthreads();
 }
 
 // The shared memory of one CTA, in bytes from a 128-byte aligned start (tensor copies' boxes

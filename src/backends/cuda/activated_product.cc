@@ -1,0 +1,40 @@
+#include "backends/cuda/activated_product.h"
+
+#include <string>
+
+#include "backends/cuda/gemm_impl.h"
+#include "backends/cuda/lt_gemm.h"
+
+namespace ingot::cuda {
+namespace {
+
+PointwiseActivation pointwise(HeadActivation a) {
+  switch (a) {
+    case HeadActivation::kTanh: return PointwiseActivation::kTanh;
+    case HeadActivation::kGeluErf: return PointwiseActivation::kGeluErf;
+    case HeadActivation::kGeluTanh: return PointwiseActivation::kGeluTanh;
+    default: return PointwiseActivation::kRelu;
+  }
+}
+
+}  // namespace
+
+Status activated_product(const CudaHandles& handles, void* workspace, DType dt, const void* x, const void* w,
+                         const void* bias, int64_t m, int64_t n, int64_t k, HeadActivation act, void* y,
+                         const char* op) {
+  GemmDesc d;
+  d.m = m, d.n = n, d.k = k;
+  d.dtype = dt;
+  d.bias = bias;
+  bool after = false;
+  if (act == HeadActivation::kRelu) d.activation = GemmActivation::kRelu;
+  else if (dt != DType::kFloat32 && (act == HeadActivation::kGeluErf || act == HeadActivation::kGeluTanh))
+    d.activation = GemmActivation::kGeluTanh;
+  else after = act != HeadActivation::kNone;
+  INGOT_RETURN_IF_ERROR(lt_gemm(handles, d, x, w, y, workspace, kGemmWorkspaceBytes));
+  if (!after) return Status::ok();
+  return cuda_status(launch_activation_inplace(y, m * n, pointwise(act), dt, handles.stream),
+                     (std::string(op) + ": activation").c_str());
+}
+
+}  // namespace ingot::cuda

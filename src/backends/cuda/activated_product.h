@@ -1,0 +1,21 @@
+// y = act(x · W + bias) on cuBLASLt as the CUDA FusedMatMul computes it (gemm.cc says why):
+// ReLU in the epilogue; GELU (either form) in the epilogue's tanh form for float16/bfloat16, and
+// exactly in an in-place pass after the product for float32; Tanh in a pass after. For the fused
+// ops whose composed paths must round where the unfused graph did (ClassifierHead, FeedForward).
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cuda/cuda_kernel.h"
+#include "ingot/dtype.h"
+#include "ir/classifier_head_attrs.h"
+
+namespace ingot::cuda {
+
+// x [m, k], W [k, n], bias [n] or null, y [m, n], all of dtype dt, row-major; `workspace` holds
+// at least kGemmWorkspaceBytes. Errors start with `op`.
+Status activated_product(const CudaHandles& handles, void* workspace, DType dt, const void* x, const void* w,
+                         const void* bias, int64_t m, int64_t n, int64_t k, HeadActivation act, void* y,
+                         const char* op);
+
+}  // namespace ingot::cuda

@@ -1,0 +1,41 @@
+// A barrier across the whole grid for kernels whose CTAs are all resident at once (a cooperative
+// launch of at most one CTA per multiprocessor: classifier_tail.cu, feed_forward_block.cu).
+#pragma once
+
+namespace ingot::cuda {
+
+// The grid's next barrier on `counter` (the context's grid counter, zero at the kernel's start):
+// `arrivals` (this CTA's count of the arrivals so far, all CTAs' together) grows by the grid's
+// size, and every CTA waits until the counter reaches it. Thread 0's fence after the CTA's
+// barrier makes the CTA's writes visible to every CTA past the grid barrier (readers use __ldcg
+// or cp.async.cg: L1 is not coherent), as cooperative groups' grid sync does.
+__device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned& arrivals) {
+  arrivals += gridDim.x;
+  const unsigned target = arrivals;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(counter, 1u);
+    unsigned seen;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+    } while (seen < target);
+  }
+  __syncthreads();
+}
+
+// After the grid's last barrier: each CTA takes a ticket, and the CTA that takes the last one
+// (every CTA is then past every barrier) sets the counter back to zero for the next kernel.
+// True in the CTA that did.
+__device__ __forceinline__ bool release_grid_counter(unsigned* counter, unsigned arrivals) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == arrivals + gridDim.x - 1;
+    if (last) *counter = 0u;
+  }
+  __syncthreads();
+  return last;
+}
+
+}  // namespace ingot::cuda
