@@ -5,7 +5,6 @@
 // times, so the CUDA graph's replays are checked as well as its eager first run (and the grid
 // counter the last CTA resets). The same with the feed-forward block before the head.
 #include <cmath>
-#include <cstring>
 
 #include "../ops/graph_builder.h"
 #include "gpu_test_util.h"
@@ -75,25 +74,11 @@ void check(const Case& c) {
   if (c.runtime_w1) feeds["W1"] = w[2];
   auto ref = run_model_on(m, feeds, "cpu");
   ASSERT_EQ(ref.size(), 1u) << what;
-  EngineOptions o;
-  o.device = "cuda";
-  auto e = Engine::from_model(m, o);
-  ASSERT_TRUE(e.has_value()) << what << ": " << e.status().message();
-  auto ctx = (*e)->create_context();
   // Both sides round the normalized rows and H to X's dtype; they differ by summation order (and
   // for half GELU on the composed path, cuBLASLt's tanh form), so a rounding of H may flip.
   // The block adds two more such roundings (G and its output) before the head's LayerNorm.
   const double tol = c.dt == DType::kFloat32 ? 1e-4 : (c.dt == DType::kFloat16 ? 3e-3 : 2e-2) * (c.NF > 0 ? 2 : 1);
-  Tensor first;
-  for (int run = 0; run < 3; ++run) {
-    auto out = ctx->run(feeds);
-    ASSERT_TRUE(out.has_value()) << what << ": " << out.status().message();
-    ASSERT_EQ(out->size(), 1u) << what;
-    expect_close((*out)[0].tensor, ref[0], tol, tol, what + ", run " + std::to_string(run));
-    // The sums across CTAs go in a fixed order: every run gives the same bits.
-    if (run == 0) first = (*out)[0].tensor;
-    else EXPECT_EQ(std::memcmp(first.raw(), (*out)[0].tensor.raw(), first.nbytes()), 0) << what << ", run " << run;
-  }
+  expect_cuda_runs_match(m, feeds, ref[0], tol, what);
 }
 
 TEST(GpuClassifierHead, OneKernelPathMatchesCpu) {

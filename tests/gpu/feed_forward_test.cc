@@ -5,7 +5,6 @@
 // first run (and the grid counter the kernel resets), and each run must give the same bits. Rows
 // that are not 16-byte multiples run on the CPU. Which sizes the one kernel takes is checked on
 // the host.
-#include <cstring>
 
 #include "../ops/graph_builder.h"
 #include "backends/cuda/feed_forward_impl.h"
@@ -44,23 +43,10 @@ void check(const Case& c) {
   const std::map<std::string, Tensor> feeds{{"X", random_of(c.dt, {c.rows, c.K}, 7, -2, 2)}};
   auto ref = run_model_on(m, feeds, "cpu");
   ASSERT_EQ(ref.size(), 1u) << what;
-  EngineOptions o;
-  o.device = "cuda";
-  auto e = Engine::from_model(m, o);
-  ASSERT_TRUE(e.has_value()) << what << ": " << e.status().message();
-  auto ctx = (*e)->create_context();
   // Both sides round G and the block's sum to X's dtype; they differ by summation order (and for
   // half GELU, cuBLASLt's tanh form), so a rounding may flip before the LayerNorm.
   const double tol = c.dt == DType::kFloat32 ? 1e-4 : (c.dt == DType::kFloat16 ? 6e-3 : 4e-2);
-  Tensor first;
-  for (int run = 0; run < 3; ++run) {
-    auto out = ctx->run(feeds);
-    ASSERT_TRUE(out.has_value()) << what << ": " << out.status().message();
-    ASSERT_EQ(out->size(), 1u) << what;
-    expect_close((*out)[0].tensor, ref[0], tol, tol, what + ", run " + std::to_string(run));
-    if (run == 0) first = (*out)[0].tensor.clone();
-    else EXPECT_EQ(std::memcmp(first.raw(), (*out)[0].tensor.raw(), first.nbytes()), 0) << what << ", run " << run;
-  }
+  expect_cuda_runs_match(m, feeds, ref[0], tol, what);
 }
 
 TEST(GpuFeedForward, MatchesCpu) {

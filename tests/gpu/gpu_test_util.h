@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -93,6 +94,27 @@ inline void expect_cuda_matches_cpu(const Model& model, const std::map<std::stri
   auto got = run_model_on(model, feeds, "cuda", "fp32", cuda_graph);
   ASSERT_EQ(ref.size(), got.size()) << what;
   for (size_t i = 0; i < ref.size(); ++i) expect_close(got[i], ref[i], atol, rtol, what + ", output " + std::to_string(i));
+}
+
+// Builds `model` for cuda and runs it three times (the CUDA graph's replays after the eager first
+// run): its one output within tol (absolute and relative) of `ref` every run, and the same bits
+// every run (kernels that sum across CTAs do so in a fixed order).
+inline void expect_cuda_runs_match(const Model& model, const std::map<std::string, Tensor>& feeds, const Tensor& ref,
+                                   double tol, const std::string& what) {
+  EngineOptions o;
+  o.device = "cuda";
+  auto e = Engine::from_model(model, o);
+  ASSERT_TRUE(e.has_value()) << what << ": " << e.status().message();
+  auto ctx = (*e)->create_context();
+  Tensor first;
+  for (int run = 0; run < 3; ++run) {
+    auto out = ctx->run(feeds);
+    ASSERT_TRUE(out.has_value()) << what << ": " << out.status().message();
+    ASSERT_EQ(out->size(), 1u) << what;
+    expect_close((*out)[0].tensor, ref, tol, tol, what + ", run " + std::to_string(run));
+    if (run == 0) first = (*out)[0].tensor;
+    else EXPECT_EQ(std::memcmp(first.raw(), (*out)[0].tensor.raw(), first.nbytes()), 0) << what << ", run " << run;
+  }
 }
 
 }  // namespace ingot::testing
