@@ -16,10 +16,6 @@ const std::vector<std::string>& pass_order(PassStage stage) {
       // CUDA only: a classifier's LayerNorm, two products and activation as one op; after the
       // Cast folding above, so the logits' float32 output is the second product's own.
       "fuse_classifier_head",
-      // CUDA only (and opt-in for now: INGOT_CUDA_FEED_FORWARD=1): each other post-LN
-      // feed-forward block (two products and the LayerNorm after them) as one op; after the
-      // head, which takes the classifier's last block with it.
-      "fuse_feed_forward",
   };
   if (stage == PassStage::kAfterPrecision) return after_precision;
   static const std::vector<std::string> order = {

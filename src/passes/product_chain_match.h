@@ -1,6 +1,6 @@
-// Predicates shared by the passes that fuse a chain of ingot.FusedMatMul and LayerNormalization
-// nodes into one op (fuse_classifier_head, fuse_feed_forward): which products and LayerNorms such
-// an op can take, and the intermediates it may swallow.
+// Predicates of a pass that fuses a chain of ingot.FusedMatMul and LayerNormalization nodes into
+// one op (fuse_classifier_head): which products and LayerNorms such an op can take, and the
+// intermediates it may swallow.
 #pragma once
 
 #include <string>

@@ -1,6 +1,6 @@
-// Row-at-a-time reference arithmetic of the fused ops whose CPU kernels are the reference their
-// CUDA kernels are tested against (ingot.ClassifierHead, ingot.FeedForward): a LayerNorm and a
-// matrix product on one row, each rounded where the unfused graph stores its output.
+// Row-at-a-time reference arithmetic of a fused op whose CPU kernel is the reference its CUDA
+// kernels are tested against (ingot.ClassifierHead): a LayerNorm and a matrix product on one row,
+// each rounded where the unfused graph stores its output.
 #pragma once
 
 #include <cmath>

@@ -1,7 +1,7 @@
 // y = act(x · W + bias) on cuBLASLt as the CUDA FusedMatMul computes it (gemm.cc says why):
 // ReLU in the epilogue; GELU (either form) in the epilogue's tanh form for float16/bfloat16, and
-// exactly in an in-place pass after the product for float32; Tanh in a pass after. For the fused
-// ops whose composed paths must round where the unfused graph did (ClassifierHead, FeedForward).
+// exactly in an in-place pass after the product for float32; Tanh in a pass after. For a fused
+// op whose composed path must round where the unfused graph did (ClassifierHead).
 #pragma once
 
 #include <cstdint>

@@ -343,8 +343,7 @@ void CudaExecutor::plan_prefetch(ShapePlan& plan) const {
     if (!prefetching(plan.steps[i])) continue;
     std::vector<ByteRange> ranges;
     int64_t bytes = 0, moved = 0;
-    if (!nodes_[size_t(plan.steps[i].node)].cuda->prefetches_after_inputs())
-      add(plan.steps[i], /*late=*/true, ranges, bytes, moved);
+    add(plan.steps[i], /*late=*/true, ranges, bytes, moved);
     for (size_t j = i + 1; j < plan.steps.size() && bytes < kProductBytes; ++j) {
       const ShapePlan::Step& s = plan.steps[j];
       if (!s.on_device || s.view) continue;

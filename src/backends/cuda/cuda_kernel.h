@@ -156,10 +156,6 @@ class CudaKernel {
   // node's other inputs count as read before its own prefetch.
   virtual bool prefetches_l2() const { return false; }
   virtual std::vector<int> late_inputs() const { return {}; }
-  // True: the kernel that requests the prefetch runs after the node has read all its inputs, so
-  // its request starts at the steps after it (ingot.FeedForward's closing LayerNorm), not at its
-  // late inputs.
-  virtual bool prefetches_after_inputs() const { return false; }
   // View ops (Reshape, Squeeze, Flatten...): output `output` is input i's buffer, reinterpreted
   // with the output's shape; the executor does the aliasing and never calls compute().
   virtual int output_aliases_input(int output) const { (void)output; return -1; }

@@ -1,5 +1,5 @@
 // A barrier across the whole grid for kernels whose CTAs are all resident at once (a cooperative
-// launch of at most one CTA per multiprocessor: classifier_tail.cu, feed_forward_block.cu).
+// launch of at most one CTA per multiprocessor: classifier_tail.cu).
 #pragma once
 
 namespace ingot::cuda {
@@ -22,20 +22,6 @@ __device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned& arriva
     } while (seen < target);
   }
   __syncthreads();
-}
-
-// After the grid's last barrier: each CTA takes a ticket, and the CTA that takes the last one
-// (every CTA is then past every barrier) sets the counter back to zero for the next kernel.
-// True in the CTA that did.
-__device__ __forceinline__ bool release_grid_counter(unsigned* counter, unsigned arrivals) {
-  __shared__ bool last;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    last = atomicAdd(counter, 1u) == arrivals + gridDim.x - 1;
-    if (last) *counter = 0u;
-  }
-  __syncthreads();
-  return last;
 }
 
 }  // namespace ingot::cuda
