@@ -1,7 +1,8 @@
 // The CUDA engine end to end: every model fixture of both exporters against PyTorch's outputs
 // (fp32 within 1e-4 of the output's magnitude; fp16 and bf16 within 1e-2 with every argmax
 // equal), CUDA graphs against eager launches, engine files, device memory given back, and
-// concurrent contexts.
+// concurrent contexts, host outputs held and reused.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -319,6 +320,52 @@ TEST(CudaEngine, HeldOutputsKeepTheirValuesAndReleasedOnesAreReused) {
   auto again = ctx->run(other);
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ((*again)[0].tensor.raw(), released) << "a released output's memory was not reused";
+}
+
+// Outputs of 1 MB and more come back straight into pinned memory that the context hands out
+// (cuda_context.cc, kPinnedOutputBytes): right every run, the same block again once released,
+// a new one while the caller holds it, and a held block never overwritten.
+TEST(CudaEngine, LargeOutputsComeBackIntoReusedPinnedMemory) {
+  INGOT_REQUIRE_GPU();
+  GraphBuilder b("test:large_output");
+  const Shape shape{512, 1024};  // 2 MB of float32
+  b.output(b.node("Softmax", {b.input("X", DType::kFloat32, shape)}));
+  const std::map<std::string, Tensor> one{{"X", random_of(DType::kFloat32, shape, 1)}};
+  const std::map<std::string, Tensor> two{{"X", random_of(DType::kFloat32, shape, 2)}};
+  const Tensor ref_one = run_model_on(b.m, one, "cpu").at(0), ref_two = run_model_on(b.m, two, "cpu").at(0);
+  EngineOptions o;
+  o.device = "cuda";
+  auto e = Engine::from_model(b.m, o);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  auto ctx = (*e)->create_context();
+  auto pinned = [](const void* p) {
+    cudaPointerAttributes a{};
+    return cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeHost;
+  };
+  const void* released = nullptr;
+  for (int run = 0; run < 3; ++run) {  // eager first run, then graph replays
+    auto out = ctx->run(run % 2 ? two : one);
+    ASSERT_TRUE(out.has_value()) << out.status().message();
+    const Tensor& y = out->at(0).tensor;
+    expect_close(y, run % 2 ? ref_two : ref_one, 1e-5, 1e-5, "run " + std::to_string(run));
+    EXPECT_TRUE(pinned(y.raw())) << "run " << run << ": a 2 MB output is not in pinned memory";
+    if (run > 0) EXPECT_EQ(y.raw(), released) << "run " << run << ": the released block was not reused";
+    released = y.raw();
+  }
+  auto held = ctx->run(one);
+  ASSERT_TRUE(held.has_value());
+  const Tensor kept = held->at(0).tensor.clone();
+  auto next = ctx->run(two);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_NE(next->at(0).tensor.raw(), held->at(0).tensor.raw()) << "a held output's memory was handed out again";
+  expect_close(next->at(0).tensor, ref_two, 1e-5, 1e-5, "while the last output is held");
+  EXPECT_EQ(std::memcmp(held->at(0).tensor.raw(), kept.raw(), kept.nbytes()), 0) << "a held output changed";
+  held.value().clear();  // released: the pinned block is free for the next run again
+  next.value().clear();
+  auto after = ctx->run(one);
+  ASSERT_TRUE(after.has_value());
+  expect_close(after->at(0).tensor, ref_one, 1e-5, 1e-5, "after the release");
+  EXPECT_TRUE(pinned(after->at(0).tensor.raw())) << "the pinned block was not used again after its release";
 }
 
 TEST(CudaEngine, ShapeOutsideTheProfileIsRefused) {

@@ -4,7 +4,8 @@
 //
 // A run: inputs are copied into pinned memory and sent with async copies; the graph is replayed
 // (or, on a shape's first run and for plans with CPU steps, the kernels are enqueued one by one);
-// outputs come back through pinned memory; one synchronisation at the end. CUDA events around
+// outputs come back through pinned memory (large ones straight into the block handed out); one
+// synchronisation at the end. CUDA events around
 // each phase give the device times that `ingot bench` reports next to host latency.
 #include "backends/cuda/cuda_context.h"
 
@@ -26,30 +27,54 @@ namespace {
 
 std::byte* at(void* base, int64_t off) { return static_cast<std::byte*>(base) + off; }
 
-// Host memory for one output of a run, 64-byte aligned and not zero-filled (the copy from the
-// pinned staging fills it). The block of the shape's previous run is handed out again when the
-// caller has let go of that output (no Tensor, numpy array or copy still holds it): a fresh
-// allocation of a large output costs a page fault per 4 KB on first touch, which for DistilGPT2's
-// float32 logits at batch 32 (823 MB) was most of a 625 ms end-to-end run.
+// Host memory for one output of a run, never zero-filled. The block of the shape's previous run
+// is handed out again when the caller has let go of that output (no Tensor, numpy array or copy
+// still holds it): a fresh allocation of a large output costs a page fault per 4 KB on first
+// touch, which for DistilGPT2's float32 logits at batch 32 (823 MB) was most of a 625 ms
+// end-to-end run. Outputs of at least kPinnedOutputBytes live in pinned memory, which the
+// device-to-host copy fills directly when the block is free at enqueue time; smaller ones, and a
+// run whose caller still holds the pinned block, come through the pinned staging and a host copy
+// (a pinned allocation costs far more than that copy for small outputs, and pinning a new block
+// for every held output would cost more than the page faults it saves).
+constexpr size_t kPinnedOutputBytes = size_t(1) << 20;
+
 struct HostBlock {
   std::shared_ptr<void> memory;
   size_t bytes = 0;
 };
+// Per graph output: the pinned block, and the pageable one that takes the output of a run whose
+// caller still holds the pinned block (or of a small output).
+struct OutputBlocks {
+  HostBlock pinned, pageable;
+};
 
-// Null when the host has no memory for it.
-std::shared_ptr<void> host_block_for(HostBlock& cached, size_t bytes) {
-  if (cached.memory && cached.memory.use_count() == 1 && cached.bytes >= bytes) {
-    // The caller's last reference may have been dropped on another thread: its release (the
-    // reference count's decrement) happens before the writes that reuse the memory.
-    std::atomic_thread_fence(std::memory_order_acquire);
-    return cached.memory;
-  }
+// Whether the cached block may take this run's output: nobody else holds it and it is large
+// enough. The caller's last reference may have been dropped on another thread: its release (the
+// reference count's decrement) happens before the writes that reuse the memory.
+bool reusable(const HostBlock& cached, size_t bytes) {
+  if (!cached.memory || cached.memory.use_count() != 1 || cached.bytes < bytes) return false;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
+}
+
+// A block for an output that came through the staging; null when the host has no memory for it.
+std::shared_ptr<void> host_block_for(OutputBlocks& cached, size_t bytes) {
+  if (reusable(cached.pageable, bytes)) return cached.pageable.memory;
   const size_t alloc = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  if (bytes >= kPinnedOutputBytes && cached.pinned.bytes < bytes) {  // none yet, or too small
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, alloc, cudaHostAllocDefault) == cudaSuccess) {
+      cached.pinned.memory = std::shared_ptr<void>(p, [](void* q) { cudaFreeHost(q); });
+      cached.pinned.bytes = alloc;
+      return cached.pinned.memory;
+    }
+    cudaGetLastError();  // no pinned memory left: pageable memory below
+  }
   void* p = std::aligned_alloc(64, alloc);
   if (!p) return nullptr;
-  cached.memory = std::shared_ptr<void>(p, std::free);
-  cached.bytes = alloc;
-  return cached.memory;
+  cached.pageable.memory = std::shared_ptr<void>(p, std::free);
+  cached.pageable.bytes = alloc;
+  return cached.pageable.memory;
 }
 
 }  // namespace
@@ -66,7 +91,7 @@ struct CudaContext::Instance {
   std::vector<Bound> bound;  // per step
   void* pinned = nullptr;    // staging for inputs, then outputs
   std::vector<int64_t> pinned_in, pinned_out;  // offsets per graph input / output
-  std::vector<HostBlock> host_out;             // per graph output: the last run's host memory
+  std::vector<OutputBlocks> host_out;          // per graph output: the host memory it comes back in
   int runs = 0;
   cudaGraphExec_t exec = nullptr;
   std::string graph_error;  // why no graph was captured, when capture was attempted and failed
@@ -377,6 +402,7 @@ Expected<std::vector<Tensor>> CudaContext::run(const std::vector<Tensor>& inputs
   }
   INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[2], st));
   std::vector<Tensor> outs(g.outputs.size());
+  std::vector<char> direct(g.outputs.size(), 0);  // copied straight into the cached pinned block
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     ValueId v = g.outputs[i];
     const ValueMeta& m = p.metas[size_t(v)];
@@ -388,9 +414,12 @@ Expected<std::vector<Tensor>> CudaContext::run(const std::vector<Tensor>& inputs
     } else {
       const Tensor& d = inst.dev[size_t(v)];
       if (!d.defined()) return internal_error("output '" + g.value(v).name + "' has no device buffer");
-      if (d.nbytes())
-        INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(at(inst.pinned, inst.pinned_out[i]), d.raw(), d.nbytes(),
-                                                   cudaMemcpyDeviceToHost, st));
+      if (d.nbytes()) {
+        const HostBlock& block = inst.host_out[i].pinned;
+        direct[i] = reusable(block, d.nbytes());
+        INGOT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(direct[i] ? block.memory.get() : at(inst.pinned, inst.pinned_out[i]),
+                                                   d.raw(), d.nbytes(), cudaMemcpyDeviceToHost, st));
+      }
     }
   }
   INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[3], st));
@@ -401,11 +430,12 @@ Expected<std::vector<Tensor>> CudaContext::run(const std::vector<Tensor>& inputs
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     if (outs[i].defined()) continue;
     const Tensor& d = inst.dev[size_t(g.outputs[i])];
-    std::shared_ptr<void> block = host_block_for(inst.host_out[i], d.nbytes());
+    std::shared_ptr<void> block =
+        direct[i] ? inst.host_out[i].pinned.memory : host_block_for(inst.host_out[i], d.nbytes());
     if (!block)
       return internal_error("out of host memory for output '" + g.value(g.outputs[i]).name + "' (" +
                             std::to_string(d.nbytes()) + " bytes)");
-    std::memcpy(block.get(), at(inst.pinned, inst.pinned_out[i]), d.nbytes());
+    if (!direct[i]) std::memcpy(block.get(), at(inst.pinned, inst.pinned_out[i]), d.nbytes());
     outs[i] = Tensor::wrap(d.dtype(), d.shape(), block.get(), block);
   }
   float ms = 0;
