@@ -2,7 +2,11 @@
 // the CTAs of a cluster. Hopper only (wgmma): built for sm_90a alone (CMakeLists.txt).
 //
 // Grid (S, N / 64), clusters of S along x: CTA (s, t) computes rows [0, 128) x columns
-// [64t, 64t + 64) over K slice s (Kc = K / S columns of A, rows of W), in four steps:
+// [64t, 64t + 64) over K slice s (Kc = K / S columns of A, rows of W), in four steps. Where
+// clusters of S x 2 all fit at once, column tiles 2u and 2u + 1 share a cluster and A's slice:
+// each copies every other box of it into both CTAs' shared memory (TMA multicast), so that a
+// multiprocessor takes in half of A from L2 (a CTA's intake from L2 bounds these products at
+// batch 1: docs/PERFORMANCE.md, developer session 22; cuBLASLt's kernels share copies so).
 //   1. its W slice (Kc x 64, constant) into shared memory by the tensor copy engine (TMA, one
 //      or two boxes), issued before waiting for the kernel before it (cuda_dependent_launch.h):
 //      the weights stream in while that one ends;
@@ -67,6 +71,7 @@ struct Params {
   void* d;
   int64_t ldd;
   int rows, slice;
+  bool pair;  // clusters of S x 2: two column tiles share A's slice, each CTA copying half its boxes to both
   bool add_c, has_act;
   PointwiseActivation act;
 };
@@ -77,6 +82,17 @@ __device__ __forceinline__ void tensor_copy(uint32_t dst, const CUtensorMap* map
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
       ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+
+// The same box into shared memory at dst of every CTA of the cluster in cta_mask, completing on
+// the mbarrier at the same offset in each.
+__device__ __forceinline__ void tensor_copy_multicast(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar,
+                                                      uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar), "h"(cta_mask)
       : "memory");
 }
 
@@ -134,6 +150,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // Barriers: W, then one per A box.
   __shared__ __align__(8) uint64_t bars[1 + kMaxABoxes];
+  // With pairs, the other column tile of this K slice is cluster rank split + S · (1 - half).
+  const int half = p.pair ? int(blockIdx.y & 1) : 0;
   if (tid == 0) {
     for (int i = 0; i <= boxes; ++i) mbar_init(smem_addr(&bars[i]));
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -141,12 +159,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     mbar_expect_tx(smem_addr(&bars[0]), uint32_t(slice) * 128);
     for (int r = 0; r < slice; r += wrows) tensor_copy(ws + uint32_t(r) * 128, &wmap, n0, k0 + r, smem_addr(&bars[0]));
   }
+  cg::cluster_group cluster = cg::this_cluster();
+  // The partner's copies complete on this CTA's barriers: they are initialised cluster-wide first.
+  if (p.pair) cluster.sync();
   wait_prior_grids();
-  // 2. A's boxes of 64 columns (the last may reach past the slice: those columns go unused).
+  // 2. A's boxes of 64 columns (the last may reach past the slice: those columns go unused). In a
+  // pair each CTA copies every other box into both CTAs' shared memory, and each expects them all.
   if (tid == 0) {
+    const uint16_t both = uint16_t((1u << split) | (1u << (split + S)));
     for (int b = 0; b < boxes; ++b) {
       mbar_expect_tx(smem_addr(&bars[1 + b]), kBM * 128);
-      tensor_copy(as + uint32_t(b) * kBM * 128, &amap, k0 + b * kBox, 0, smem_addr(&bars[1 + b]));
+      const uint32_t dst = as + uint32_t(b) * kBM * 128, bar = smem_addr(&bars[1 + b]);
+      if (!p.pair) tensor_copy(dst, &amap, k0 + b * kBox, 0, bar);
+      else if (b % 2 == half) tensor_copy_multicast(dst, &amap, k0 + b * kBox, 0, bar, both);
     }
   }
   allow_dependent_grids();
@@ -178,8 +203,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     *reinterpret_cast<float2*>(part + (row + 8) * kPartStride + col) = make_float2(acc[j * 4 + 2], acc[j * 4 + 3]);
   }
 
-  // 4. This CTA's share of the tile's 4-column vectors, summed over the cluster in rank order.
-  cg::cluster_group cluster = cg::this_cluster();
+  // 4. This CTA's share of the tile's 4-column vectors, summed over its K slices' CTAs (cluster
+  // ranks half · S .. half · S + S - 1) in rank order.
   cluster.sync();
   constexpr int kVecs = kBM * kBN / 4;
   const int per = (kVecs + S - 1) / S, lo = split * per, hi = min(lo + per, kVecs);
@@ -189,7 +214,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     float4 x[kMaxSplit];  // every load issued before the first add
 #pragma unroll
     for (int r = 0; r < kMaxSplit; ++r)
-      if (r < S) x[r] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, r) + row * kPartStride + col);
+      if (r < S)
+        x[r] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, r + half * S) + row * kPartStride + col);
     float4 sum = x[0];
 #pragma unroll
     for (int r = 1; r < kMaxSplit; ++r)
@@ -224,14 +250,38 @@ bool tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t rows, i
   return encode_tensor_map(map, dtype, base, rows, cols, ld, box_rows, kBox, /*swizzle_128b=*/true);
 }
 
+// Whether clusters of split x 2 CTAs all fit on the GPU at once (one wave): pairs of column tiles
+// then share A's copies. Not where they would take a second wave, nor past 8 CTAs a cluster.
 template <class T>
-cudaError_t launch_typed(const CUtensorMap& amap, const CUtensorMap& wmap, const Params& p, int split, int tiles,
+bool pairs_fit(int split, int tiles, size_t smem) {
+  if (tiles % 2 != 0 || 2 * split > 8) return false;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(split), unsigned(tiles));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = unsigned(split), attr.val.clusterDim.y = 2, attr.val.clusterDim.z = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, split_k_product_kernel<T>, &config) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return clusters >= tiles / 2;
+}
+
+template <class T>
+cudaError_t launch_typed(const CUtensorMap& amap, const CUtensorMap& wmap, Params p, int split, int tiles,
                          cudaStream_t stream) {
   static const cudaError_t raised = cudaFuncSetAttribute(
       split_k_product_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes(kMaxSlice)));
   if (raised != cudaSuccess) return raised;
-  return launch_dependent_clusters(split_k_product_kernel<T>, dim3(unsigned(split), unsigned(tiles)), kThreads,
-                                   smem_bytes(p.slice), stream, dim3(unsigned(split), 1, 1), amap, wmap, p);
+  const size_t smem = smem_bytes(p.slice);
+  p.pair = pairs_fit<T>(split, tiles, smem);
+  return launch_dependent_clusters(split_k_product_kernel<T>, dim3(unsigned(split), unsigned(tiles)), kThreads, smem,
+                                   stream, dim3(unsigned(split), p.pair ? 2u : 1u, 1), amap, wmap, p);
 }
 
 }  // namespace
