@@ -252,8 +252,11 @@ bool tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t rows, i
 
 // Whether clusters of split x 2 CTAs all fit on the GPU at once (one wave): pairs of column tiles
 // then share A's copies. Not where they would take a second wave, nor past 8 CTAs a cluster.
+// INGOT_EXP_OWN_PAIRS=0 (an experiment switch, to be removed once the pairs are measured against
+// unpaired clusters in one binary): never pair.
 template <class T>
 bool pairs_fit(int split, int tiles, size_t smem) {
+  if (const char* e = std::getenv("INGOT_EXP_OWN_PAIRS"); e && std::strcmp(e, "0") == 0) return false;
   if (tiles % 2 != 0 || 2 * split > 8) return false;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(split), unsigned(tiles));
