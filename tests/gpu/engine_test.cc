@@ -324,11 +324,12 @@ TEST(CudaEngine, HeldOutputsKeepTheirValuesAndReleasedOnesAreReused) {
 
 // Outputs of 1 MB and more come back straight into pinned memory that the context hands out
 // (cuda_context.cc, kPinnedOutputBytes): right every run, the same block again once released,
-// a new one while the caller holds it, and a held block never overwritten.
+// a new one while the caller holds it, and a held block never overwritten. The input, 8 MB, goes
+// in two pieces copied by the host's threads (send_input).
 TEST(CudaEngine, LargeOutputsComeBackIntoReusedPinnedMemory) {
   INGOT_REQUIRE_GPU();
   GraphBuilder b("test:large_output");
-  const Shape shape{512, 1024};  // 2 MB of float32
+  const Shape shape{2048, 1024};  // 8 MB of float32
   b.output(b.node("Softmax", {b.input("X", DType::kFloat32, shape)}));
   const std::map<std::string, Tensor> one{{"X", random_of(DType::kFloat32, shape, 1)}};
   const std::map<std::string, Tensor> two{{"X", random_of(DType::kFloat32, shape, 2)}};
@@ -348,7 +349,7 @@ TEST(CudaEngine, LargeOutputsComeBackIntoReusedPinnedMemory) {
     ASSERT_TRUE(out.has_value()) << out.status().message();
     const Tensor& y = out->at(0).tensor;
     expect_close(y, run % 2 ? ref_two : ref_one, 1e-5, 1e-5, "run " + std::to_string(run));
-    EXPECT_TRUE(pinned(y.raw())) << "run " << run << ": a 2 MB output is not in pinned memory";
+    EXPECT_TRUE(pinned(y.raw())) << "run " << run << ": an 8 MB output is not in pinned memory";
     if (run > 0) EXPECT_EQ(y.raw(), released) << "run " << run << ": the released block was not reused";
     released = y.raw();
   }
