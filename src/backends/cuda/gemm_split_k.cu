@@ -305,7 +305,8 @@ cudaError_t launch_typed(const CUtensorMap& amap, const CUtensorMap& wmap, Param
 
 // INGOT_EXP_OWN_PANELS=2 (an experiment, to be removed once measured): products whose columns
 // are a multiple of 128 in tiles of two panels, with the most splits (at most 4, slices of at
-// most 256) that keep one CTA per multiprocessor; 0 where none fits.
+// most 256) that keep one CTA per multiprocessor, where that still fills half the GPU (not
+// BERT's out-projection: 24 CTAs); 0 otherwise.
 int two_panel_split(const SplitKProduct& p) {
   const char* e = std::getenv("INGOT_EXP_OWN_PANELS");
   if (!e || std::strcmp(e, "2") != 0 || p.cols % (2 * kBN) != 0) return 0;
@@ -314,7 +315,7 @@ int two_panel_split(const SplitKProduct& p) {
     return 0;
   const int64_t tiles = p.cols / (2 * kBN);
   for (int s = kMaxSplit; s >= 1; --s)
-    if (p.depth % (16 * s) == 0 && p.depth / s <= kMaxSlice2 && tiles * s <= sms) return s;
+    if (p.depth % (16 * s) == 0 && p.depth / s <= kMaxSlice2 && tiles * s <= sms) return 2 * tiles * s >= sms ? s : 0;
   return 0;
 }
 
