@@ -1,7 +1,10 @@
-// Bulk copies global -> shared memory on the copy engine (sm_90), completing on an mbarrier: one
-// thread asks for a whole contiguous piece, where 16-byte cp.async from every thread spends the
-// CTA's issue slots (gemm_split_k.cu, classifier_tail.cu).
+// Bulk and tensor copies global -> shared memory on the copy engine (sm_90), completing on an
+// mbarrier: one thread asks for a whole piece or box, where 16-byte cp.async from every thread
+// spends the CTA's issue slots (a CTA's 100-200 KB took twice cuBLASLt's whole product that way:
+// gemm_split_k.cu; classifier_tail.cu).
 #pragma once
+
+#include <cuda.h>
 
 #include <cstdint>
 
@@ -30,6 +33,26 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
                : "memory");
+}
+
+// The box of a 2-D tensor map at column x, row y into shared memory at dst, counted against the
+// mbarrier's expected bytes (the whole box: parts past the tensor read as zeros).
+__device__ __forceinline__ void tensor_copy(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+
+// The same box into shared memory at dst of every CTA of the cluster in cta_mask, completing on
+// the mbarrier at the same offset in each.
+__device__ __forceinline__ void tensor_copy_multicast(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar,
+                                                      uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar), "h"(cta_mask)
+      : "memory");
 }
 
 }  // namespace ingot::cuda

@@ -128,12 +128,7 @@ __device__ __forceinline__ void copy_columns(uint32_t dst, const CUtensorMap* ma
                                              uint32_t bar) {
   const int rows = box_rows(K);
   mbar_expect_tx(bar, uint32_t(boxed_rows(K)) * uint32_t(cols * es));
-  for (int k = 0; k < K; k += rows) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-        ::"r"(dst + uint32_t(k * cols * es)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(k), "r"(bar)
-        : "memory");
-  }
+  for (int k = 0; k < K; k += rows) tensor_copy(dst + uint32_t(k * cols * es), map, c0, k, bar);
 }
 
 // out[r · cols + c] = Σ_k x[r · K + k] · w[k · cols + c] for r < R, c < cols = groups · V:

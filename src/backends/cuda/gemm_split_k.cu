@@ -79,26 +79,6 @@ struct Params {
   PointwiseActivation act;
 };
 
-// Tensor copies (the copy engine, not 16-byte cp.async per thread: a CTA's 100-200 KB took twice
-// cuBLASLt's whole product that way) completing on mbarriers (bulk_copy.cuh).
-__device__ __forceinline__ void tensor_copy(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
-
-// The same box into shared memory at dst of every CTA of the cluster in cta_mask, completing on
-// the mbarrier at the same offset in each.
-__device__ __forceinline__ void tensor_copy_multicast(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar,
-                                                      uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3}], [%4], %5;\n"
-      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar), "h"(cta_mask)
-      : "memory");
-}
-
 // wgmma (sm_90a): d[64 x 64] += A[64 x 16] · B[16 x 64], A K-major and B N-major (W's own
 // layout, transposed by the instruction), both 128-byte swizzled in shared memory.
 __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {  // 8-row groups 1024 bytes apart
