@@ -2,11 +2,7 @@
 // the CTAs of a cluster. Hopper only (wgmma): built for sm_90a alone (CMakeLists.txt).
 //
 // Grid (S, N / 64), clusters of S along x: CTA (s, t) computes rows [0, 128) x columns
-// [64t, 64t + 64) over K slice s (Kc = K / S columns of A, rows of W), in four steps. Where
-// clusters of S x 2 all fit at once, column tiles 2u and 2u + 1 share a cluster and A's slice:
-// each copies every other box of it into both CTAs' shared memory (TMA multicast), so that a
-// multiprocessor takes in half of A from L2 (a CTA's intake from L2 bounds these products at
-// batch 1: docs/PERFORMANCE.md, developer session 22; cuBLASLt's kernels share copies so).
+// [64t, 64t + 64) over K slice s (Kc = K / S columns of A, rows of W), in four steps:
 //   1. its W slice (Kc x 64, constant) into shared memory by the tensor copy engine (TMA, one
 //      or two boxes), issued before waiting for the kernel before it (cuda_dependent_launch.h):
 //      the weights stream in while that one ends;
@@ -46,14 +42,11 @@ namespace {
 namespace cg = cooperative_groups;
 
 constexpr int kBM = int(kOwnProductMaxRows), kBN = 64, kThreads = 256, kMaxSlice = 384;
-// A tile of two 64-column panels of W (INGOT_EXP_OWN_PANELS=2, an experiment): A's slice read once
-// for 128 columns; slices of at most 256 then, for shared memory.
-constexpr int kMaxSlice2 = 256;
 // Clusters of up to 4: with up to 8, BERT-base b1 took 0.452 ms against 0.431 (H100, session 18).
 constexpr int kMaxSplit = 4;
 constexpr int kBox = 64;               // columns of an A box and of W: 128 bytes, the swizzle span
 constexpr int kMaxABoxes = kMaxSlice / kBox;
-constexpr int part_stride(int panels) { return kBN * panels + 4; }  // floats a partial row takes
+constexpr int kPartStride = kBN + 4;   // floats a partial row takes
 constexpr int a_boxes(int slice) { return (slice + kBox - 1) / kBox; }
 // W's box rows: the slice in one box, or two when it is deeper than a box may be (256).
 constexpr int w_box_rows(int slice) { return slice <= 256 ? slice : slice / 2; }
@@ -63,8 +56,8 @@ constexpr int w_box_rows(int slice) { return slice <= 256 ? slice : slice / 2; }
 constexpr size_t kAlign = 1024;
 constexpr size_t a_bytes(int slice) { return size_t(a_boxes(slice)) * kBM * 128; }
 constexpr size_t w_bytes(int slice) { return (size_t(slice) * 128 + kAlign - 1) / kAlign * kAlign; }
-constexpr size_t smem_bytes(int slice, int panels) {
-  return kAlign + a_bytes(slice) + size_t(panels) * w_bytes(slice) + size_t(kBM) * part_stride(panels) * 4;
+constexpr size_t smem_bytes(int slice) {
+  return kAlign + a_bytes(slice) + w_bytes(slice) + size_t(kBM) * kPartStride * 4;
 }
 
 struct Params {
@@ -74,7 +67,6 @@ struct Params {
   void* d;
   int64_t ldd;
   int rows, slice;
-  bool pair;  // clusters of S x 2: two column tiles share A's slice, each CTA copying half its boxes to both
   bool add_c, has_act;
   PointwiseActivation act;
 };
@@ -118,7 +110,7 @@ __device__ __forceinline__ void wgmma_wait_all() {
 #endif
 }
 
-template <class T, int kPanels>
+template <class T>
 __global__ void __launch_bounds__(kThreads, 1)
     split_k_product_kernel(const __grid_constant__ CUtensorMap amap, const __grid_constant__ CUtensorMap wmap,
                            const Params p) {
@@ -126,39 +118,26 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) / kAlign * kAlign);
   const int slice = p.slice, boxes = a_boxes(slice), wrows = w_box_rows(slice);
   const uint32_t as = smem_addr(smem), ws = as + uint32_t(a_bytes(slice));
-  constexpr int kTileCols = kBN * kPanels, kStride = part_stride(kPanels);
-  const uint32_t panel_bytes = uint32_t(w_bytes(slice));
-  float* part = reinterpret_cast<float*>(smem + a_bytes(slice) + kPanels * w_bytes(slice));
+  float* part = reinterpret_cast<float*>(smem + a_bytes(slice) + w_bytes(slice));
   const int tid = int(threadIdx.x), split = int(blockIdx.x), S = int(gridDim.x);
-  const int n0 = int(blockIdx.y) * kTileCols, k0 = split * slice;
+  const int n0 = int(blockIdx.y) * kBN, k0 = split * slice;
   const int warp = tid >> 5, lane = tid & 31;
 
   // Barriers: W, then one per A box.
   __shared__ __align__(8) uint64_t bars[1 + kMaxABoxes];
-  // With pairs, the other column tile of this K slice is cluster rank split + S · (1 - half).
-  const int half = p.pair ? int(blockIdx.y & 1) : 0;
   if (tid == 0) {
     for (int i = 0; i <= boxes; ++i) mbar_init(smem_addr(&bars[i]));
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     // 1. W (constant), before waiting for the kernel before.
-    mbar_expect_tx(smem_addr(&bars[0]), uint32_t(slice) * 128 * kPanels);
-    for (int pn = 0; pn < kPanels; ++pn)
-      for (int r = 0; r < slice; r += wrows)
-        tensor_copy(ws + pn * panel_bytes + uint32_t(r) * 128, &wmap, n0 + pn * kBN, k0 + r, smem_addr(&bars[0]));
+    mbar_expect_tx(smem_addr(&bars[0]), uint32_t(slice) * 128);
+    for (int r = 0; r < slice; r += wrows) tensor_copy(ws + uint32_t(r) * 128, &wmap, n0, k0 + r, smem_addr(&bars[0]));
   }
-  cg::cluster_group cluster = cg::this_cluster();
-  // The partner's copies complete on this CTA's barriers: they are initialised cluster-wide first.
-  if (p.pair) cluster.sync();
   wait_prior_grids();
-  // 2. A's boxes of 64 columns (the last may reach past the slice: those columns go unused). In a
-  // pair each CTA copies every other box into both CTAs' shared memory, and each expects them all.
+  // 2. A's boxes of 64 columns (the last may reach past the slice: those columns go unused).
   if (tid == 0) {
-    const uint16_t both = uint16_t((1u << split) | (1u << (split + S)));
     for (int b = 0; b < boxes; ++b) {
       mbar_expect_tx(smem_addr(&bars[1 + b]), kBM * 128);
-      const uint32_t dst = as + uint32_t(b) * kBM * 128, bar = smem_addr(&bars[1 + b]);
-      if (!p.pair) tensor_copy(dst, &amap, k0 + b * kBox, 0, bar);
-      else if (b % 2 == half) tensor_copy_multicast(dst, &amap, k0 + b * kBox, 0, bar, both);
+      tensor_copy(as + uint32_t(b) * kBM * 128, &amap, k0 + b * kBox, 0, smem_addr(&bars[1 + b]));
     }
   }
   allow_dependent_grids();
@@ -166,13 +145,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int g = lane >> 2, tq = lane & 3;
   mbar_wait(smem_addr(&bars[0]));
-  // 3. Warpgroup wg: rows 64·wg.., all of the tile's columns (a 64-column panel at a time).
+  // 3. Warpgroup wg: rows 64·wg.., all 64 columns.
   const int wg = warp >> 2, w = warp & 3;
-  float acc[kPanels][32];
+  float acc[32];
 #pragma unroll
-  for (int pn = 0; pn < kPanels; ++pn)
-#pragma unroll
-    for (int i = 0; i < 32; ++i) acc[pn][i] = 0.f;
+  for (int i = 0; i < 32; ++i) acc[i] = 0.f;
   for (int b = 0; b < boxes; ++b) {
     mbar_wait(smem_addr(&bars[1 + b]));
     const uint32_t abox = as + uint32_t(b) * kBM * 128 + uint32_t(wg) * 64 * 128;
@@ -181,36 +158,29 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < kBox; kk += 16)
       if (kk < kend)  // the last box may be partial
-#pragma unroll
-        for (int pn = 0; pn < kPanels; ++pn)
-          wgmma_m64n64k16<T>(acc[pn], sw128_desc(abox + uint32_t(kk) * 2),
-                             sw128_desc(ws + pn * panel_bytes + uint32_t(b * kBox + kk) * 128));
+        wgmma_m64n64k16<T>(acc, sw128_desc(abox + uint32_t(kk) * 2), sw128_desc(ws + uint32_t(b * kBox + kk) * 128));
     wgmma_commit();
   }
   wgmma_wait_all();
 #pragma unroll
-  for (int pn = 0; pn < kPanels; ++pn)
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int row = wg * 64 + w * 16 + g, col = pn * kBN + j * 8 + 2 * tq;
-      const float* a = acc[pn];
-      *reinterpret_cast<float2*>(part + row * kStride + col) = make_float2(a[j * 4], a[j * 4 + 1]);
-      *reinterpret_cast<float2*>(part + (row + 8) * kStride + col) = make_float2(a[j * 4 + 2], a[j * 4 + 3]);
-    }
+  for (int j = 0; j < 8; ++j) {
+    const int row = wg * 64 + w * 16 + g, col = j * 8 + 2 * tq;
+    *reinterpret_cast<float2*>(part + row * kPartStride + col) = make_float2(acc[j * 4], acc[j * 4 + 1]);
+    *reinterpret_cast<float2*>(part + (row + 8) * kPartStride + col) = make_float2(acc[j * 4 + 2], acc[j * 4 + 3]);
+  }
 
-  // 4. This CTA's share of the tile's 4-column vectors, summed over its K slices' CTAs (cluster
-  // ranks half · S .. half · S + S - 1) in rank order.
+  // 4. This CTA's share of the tile's 4-column vectors, summed over the cluster in rank order.
+  cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();
-  constexpr int kVecs = kBM * kTileCols / 4;
+  constexpr int kVecs = kBM * kBN / 4;
   const int per = (kVecs + S - 1) / S, lo = split * per, hi = min(lo + per, kVecs);
   for (int v = lo + tid; v < hi; v += kThreads) {
-    const int row = v / (kTileCols / 4), col = (v % (kTileCols / 4)) * 4;
+    const int row = v / (kBN / 4), col = (v % (kBN / 4)) * 4;
     if (row >= p.rows) continue;
     float4 x[kMaxSplit];  // every load issued before the first add
 #pragma unroll
     for (int r = 0; r < kMaxSplit; ++r)
-      if (r < S)
-        x[r] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, r + half * S) + row * kStride + col);
+      if (r < S) x[r] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, r) + row * kPartStride + col);
     float4 sum = x[0];
 #pragma unroll
     for (int r = 1; r < kMaxSplit; ++r)
@@ -245,58 +215,14 @@ bool tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t rows, i
   return encode_tensor_map(map, dtype, base, rows, cols, ld, box_rows, kBox, /*swizzle_128b=*/true);
 }
 
-// Whether clusters of split x 2 CTAs all fit on the GPU at once (one wave): pairs of column tiles
-// then share A's copies. Not where they would take a second wave, nor past 8 CTAs a cluster.
-// INGOT_EXP_OWN_PAIRS=0 (an experiment switch, to be removed once the pairs are measured against
-// unpaired clusters in one binary): never pair.
-template <class T, int kPanels>
-bool pairs_fit(int split, int tiles, size_t smem) {
-  if (const char* e = std::getenv("INGOT_EXP_OWN_PAIRS"); e && std::strcmp(e, "0") == 0) return false;
-  if (tiles % 2 != 0 || 2 * split > 8) return false;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(split), unsigned(tiles));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = unsigned(split), attr.val.clusterDim.y = 2, attr.val.clusterDim.z = 1;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, split_k_product_kernel<T, kPanels>, &config) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return clusters >= tiles / 2;
-}
-
-template <class T, int kPanels>
-cudaError_t launch_typed(const CUtensorMap& amap, const CUtensorMap& wmap, Params p, int split, int tiles,
+template <class T>
+cudaError_t launch_typed(const CUtensorMap& amap, const CUtensorMap& wmap, const Params& p, int split, int tiles,
                          cudaStream_t stream) {
-  static const cudaError_t raised =
-      cudaFuncSetAttribute(split_k_product_kernel<T, kPanels>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           int(smem_bytes(kPanels == 1 ? kMaxSlice : kMaxSlice2, kPanels)));
+  static const cudaError_t raised = cudaFuncSetAttribute(
+      split_k_product_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes(kMaxSlice)));
   if (raised != cudaSuccess) return raised;
-  const size_t smem = smem_bytes(p.slice, kPanels);
-  p.pair = pairs_fit<T, kPanels>(split, tiles, smem);
-  return launch_dependent_clusters(split_k_product_kernel<T, kPanels>, dim3(unsigned(split), unsigned(tiles)), kThreads,
-                                   smem, stream, dim3(unsigned(split), p.pair ? 2u : 1u, 1), amap, wmap, p);
-}
-
-// INGOT_EXP_OWN_PANELS=2 (an experiment, to be removed once measured): products whose columns
-// are a multiple of 128 in tiles of two panels, with the most splits (at most 4, slices of at
-// most 256) that keep one CTA per multiprocessor, where that still fills half the GPU (not
-// BERT's out-projection: 24 CTAs); 0 otherwise.
-int two_panel_split(const SplitKProduct& p) {
-  const char* e = std::getenv("INGOT_EXP_OWN_PANELS");
-  if (!e || std::strcmp(e, "2") != 0 || p.cols % (2 * kBN) != 0) return 0;
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    return 0;
-  const int64_t tiles = p.cols / (2 * kBN);
-  for (int s = kMaxSplit; s >= 1; --s)
-    if (p.depth % (16 * s) == 0 && p.depth / s <= kMaxSlice2 && tiles * s <= sms) return 2 * tiles * s >= sms ? s : 0;
-  return 0;
+  return launch_dependent_clusters(split_k_product_kernel<T>, dim3(unsigned(split), unsigned(tiles)), kThreads,
+                                   smem_bytes(p.slice), stream, dim3(unsigned(split), 1, 1), amap, wmap, p);
 }
 
 }  // namespace
@@ -321,8 +247,6 @@ int split_k_plan(const SplitKProduct& p, int sm_count) {
 }
 
 cudaError_t launch_split_k_product(const SplitKProduct& p, int split, cudaStream_t stream) {
-  const int split2 = two_panel_split(p);
-  if (split2 > 0) split = split2;
   if (split < 1 || split > kMaxSplit || p.depth % split != 0) return cudaErrorInvalidValue;
   const int slice = int(p.depth / split);
   CUtensorMap amap, wmap;
@@ -334,14 +258,9 @@ cudaError_t launch_split_k_product(const SplitKProduct& p, int split, cudaStream
   k.rows = int(p.rows), k.slice = slice;
   k.add_c = p.beta == 1.f;
   k.has_act = p.has_act, k.act = p.act;
-  if (split2 > 0) {
-    const int tiles = int(p.cols / (2 * kBN));
-    return p.dtype == DType::kFloat16 ? launch_typed<__half, 2>(amap, wmap, k, split, tiles, stream)
-                                      : launch_typed<__nv_bfloat16, 2>(amap, wmap, k, split, tiles, stream);
-  }
   const int tiles = int(p.cols / kBN);
-  return p.dtype == DType::kFloat16 ? launch_typed<__half, 1>(amap, wmap, k, split, tiles, stream)
-                                    : launch_typed<__nv_bfloat16, 1>(amap, wmap, k, split, tiles, stream);
+  return p.dtype == DType::kFloat16 ? launch_typed<__half>(amap, wmap, k, split, tiles, stream)
+                                    : launch_typed<__nv_bfloat16>(amap, wmap, k, split, tiles, stream);
 }
 
 bool split_k_product_enabled() {

@@ -15,8 +15,7 @@
 //
 // One CTA computes a 128 x 64 tile of D over a K/S slice; the S CTAs of a column tile form a
 // thread-block cluster and add their fp32 partial tiles through distributed shared memory in a
-// fixed order (deterministic), each finishing 1/S of the tile with the epilogue. Where they fit
-// at once, clusters hold two column tiles that share the copies of A (multicast).
+// fixed order (deterministic), each finishing 1/S of the tile with the epilogue.
 //
 // Where it stands (H100, developer session 18, with INGOT_CUDA_PDL=1): BERT-base b1 0.422-0.426
 // ms against 0.402-0.410 with cuBLASLt's products, DistilBERT b1 0.216-0.217 against
