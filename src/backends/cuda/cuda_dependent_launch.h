@@ -21,7 +21,11 @@
 // graphs of small shapes. H100 (session 21, off / auto, three rounds): DistilBERT b1 0.2035 /
 // 0.1933, 0.1995 / 0.1946, 0.2015 / 0.1941; BERT-base b1 0.3933 / 0.3834, 0.3975 / 0.4151,
 // 0.3944 / 0.3838; DistilGPT2 b1 0.2717 / 0.2663, 0.2722 / 0.2711, 0.2716 / 0.2658; batch 32 of
-// the BERT family is left as it was (within the rounds' spread). Turning every edge of the
+// the BERT family is left as it was (within the rounds' spread). "1" at b32 on an H100 (session
+// 23, auto / 1): DistilBERT 0.7043 / 0.7261, 0.7038 / 0.7274, 0.7073 / 0.7614; BERT-base
+// 1.4863 / 1.5130, 1.4879 / 1.5162, 1.4875 / 1.5184; DistilGPT2 and ResNet-50 within the spread;
+// the LayerNorms alone launched so at b32 were slower too (DistilBERT 0.7103 / 0.7270, 0.7158 /
+// 0.7179, 0.7137 / 0.7211, 0.7188 / 0.7310). Turning every edge of the
 // captured graph programmatic, cuBLASLt's included, made BERT-base b1 60 us faster and its
 // outputs wrong: cuBLASLt's kernels read their inputs without waiting.
 //

@@ -15,7 +15,12 @@
 // Asking for more was slower: the weights up to the second next such kernel by 3-11 us (the next
 // product then shares HBM with the prefetch), the product after the next by 1-2 us; so was
 // asking from every thread by 128-byte line (50-70 us). Where the steps move many activation
-// bytes (b32) prefetching is left out.
+// bytes (b32) prefetching is left out. Nor did a lookahead pay (session 23, H100, three rounds):
+// each such kernel asking for the weights read after it up to 4 / 8 / 12 / 20 MB beyond what
+// had been read, continuing where the kernel before stopped (every product's weights asked for
+// ahead): BERT-base b1 0.380-0.386 ms without, 0.385-0.392 / 0.385-0.402 / 0.391-0.402 /
+// 0.397-0.400 with; DistilBERT b1 0.193-0.197 without, 0.191-0.193 at 4 MB, slower beyond;
+// DistilGPT2 b1 slower from 8 MB; ResNet-50 b1 unchanged.
 //
 // INGOT_CUDA_L2_PREFETCH=0 (when a plan is made) turns it off: an A/B switch.
 #pragma once

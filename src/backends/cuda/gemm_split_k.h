@@ -22,7 +22,12 @@
 // 0.205-0.207; without dependent launch the own products cost 40 us more at BERT-base b1, so
 // the overlap works once the products are ingot's own. Left: about 0.5 us a product, at least
 // part of it the K split's cluster reduction (clusters of 8 were 20 us slower than of 4), and
-// FFN 2's 3072-deep product, which no K slice of 384 covers in four.
+// FFN 2's 3072-deep product, which no K slice of 384 covers in four. Session 23 (H100): timed
+// alone as lt_gemm's autotune times cuBLASLt's candidates (L2 cleared, mean of five), BERT-base
+// b1's QKV 10.5-10.7 us against cuBLASLt's best 8.3-8.6, FFN 1 12.3-12.4 against 9.2-9.5, the
+// out-projection 9.8-10.1 against 7.6-7.9; in bench/layer_chain_bench 32.1-32.2 us a layer against
+// 28.9-30.1. Sharing A between two column tiles by TMA multicast (clusters S x 2) and tiles of two
+// 64-column W panels (2 x W through L2 instead of 3 x W) were each slower still (33.3-34.1 us).
 #pragma once
 
 #include <cuda_runtime.h>
