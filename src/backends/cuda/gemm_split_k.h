@@ -1,8 +1,8 @@
 // Products of at most 128 rows on a kernel of ingot's own (gemm_split_k.cu), which lt_gemm takes
-// in place of cuBLASLt where it fits when INGOT_CUDA_OWN_GEMM=1 (with INGOT_CUDA_PDL=1 for the
-// overlap below) on a device of compute capability 9.0 (wgmma, sm_90a code alone): a
-// transformer's layer products at batch 1 (128 tokens). Off by default: it is slower than
-// cuBLASLt so far.
+// in place of cuBLASLt where it fits when INGOT_CUDA_OWN_GEMM=1 (the overlap below comes with
+// dependent launch, on by default in small graphs) on a device of compute capability 9.0 (wgmma,
+// sm_90a code alone): a transformer's layer products at batch 1 (128 tokens). Off by default: it
+// is slower than cuBLASLt so far.
 //
 // Why: at batch 1 a layer is seven kernels of 2-6 us, and the boundaries between them are much
 // of the run. This kernel is launched with programmatic dependent launch
