@@ -426,6 +426,14 @@ TEST(CudaEngine, L2PrefetchChangesNoOutput) {
                                   2);
 }
 
+// Memset nodes of a captured graph become kernel nodes writing the same bytes
+// (cuda_graph_memset.h): the fixtures' outputs are bit for bit those of the graph as captured.
+TEST(CudaEngine, MemsetNodesAsKernelsChangeNoOutput) {
+  INGOT_REQUIRE_GPU();
+  expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}, Fixture{"resnet18", "torchscript"}},
+                                  "INGOT_CUDA_GRAPH_MEMSET", "keep", nullptr, 3);
+}
+
 // Programmatic dependent launch (cuda_dependent_launch.h) lets a kernel start before the one
 // before it has ended (in a graph, once the kernel before has launched); each waits before
 // touching activations, so the outputs are bit for bit those of ordinary launches ("0"), in a

@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_context.h"
 
 #include "backends/cuda/cuda_dependent_launch.h"
+#include "backends/cuda/cuda_graph_memset.h"
 #include "backends/cuda/cuda_stream_hold.h"
 
 #include "backends/cuda/lt_gemm.h"
@@ -368,6 +369,11 @@ void CudaContext::capture(Instance& inst) {
     inst.graph_error = !st.is_ok() ? st.message() : std::string("end capture: ") + cudaGetErrorString(e);
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();
+    return;
+  }
+  if (memset_nodes_replaced() && replace_memset_nodes(graph) < 0) {
+    inst.graph_error = "memset nodes could not be replaced by kernels";
+    cudaGraphDestroy(graph);
     return;
   }
   if (dependent_launch_enabled() && trigger_dependents_at_launch(graph) < 0) {
