@@ -77,5 +77,12 @@ TEST(DependentLaunchSwitch, AutoPaysForSmallActivationsOnly) {
   EXPECT_FALSE(dependent_launch_pays(kSmallGraphActivationBytes + 1));
 }
 
+TEST(DependentLaunchSwitch, LargeGraphsTakeItForStepsOfSmallOutputs) {
+  EXPECT_TRUE(step_dependent_launch_pays(32 * 3072 * 2));         // a b32 classifier tail's FFN output
+  EXPECT_FALSE(step_dependent_launch_pays(32 * 128 * 768 * 2));   // a b32 layer's LayerNorm
+  EXPECT_TRUE(step_dependent_launch_pays(kSmallStepOutputBytes));
+  EXPECT_FALSE(step_dependent_launch_pays(kSmallStepOutputBytes + 1));
+}
+
 }  // namespace
 }  // namespace ingot::cuda

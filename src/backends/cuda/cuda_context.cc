@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <cstring>
 #include <sstream>
 
@@ -116,6 +117,7 @@ struct CudaContext::Instance {
     L2Prefetch prefetch;  // the step's ShapePlan::Step::prefetch, as pointers
   };
   std::vector<Bound> bound;  // per step
+  std::vector<char> step_pdl;  // per step, while capturing a large graph in auto mode: dependent launch for this step
   void* pinned = nullptr;    // staging for inputs, then outputs
   std::vector<int64_t> pinned_in, pinned_out;  // offsets per graph input / output
   std::vector<OutputBlocks> host_out;          // per graph output: the host memory it comes back in
@@ -279,6 +281,8 @@ Status CudaContext::enqueue(Instance& inst) {
     if (profiling_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[2 * i], handles_.stream));
     if (s.on_device) {
       CudaComputeContext ctx(n, b.in, b.host, b.out, handles_, workspace_.get(), workspace_.bytes(), b.prefetch);
+      std::optional<DependentLaunchScope> step_scope;
+      if (!inst.step_pdl.empty()) step_scope.emplace(inst.step_pdl[i] != 0);
       INGOT_RETURN_IF_ERROR(ex_.kernels(s.node).cuda->compute(ctx).with_context(describe_node(n, s.node) + ": "));
       if (profiling_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[2 * i + 1], handles_.stream));
       continue;
@@ -356,6 +360,18 @@ void CudaContext::capture(Instance& inst) {
     small = dependent_launch_pays(largest);
   }
   const DependentLaunchScope scope(small);
+  inst.step_pdl.clear();
+  // A graph too large for dependent launch still takes it for its steps of small outputs.
+  if (!small && dependent_launch_mode() == DependentLaunchMode::kAuto) {
+    const Graph& g = ex_.graph();
+    inst.step_pdl.assign(inst.plan->steps.size(), 0);
+    for (size_t i = 0; i < inst.plan->steps.size(); ++i) {
+      int64_t largest = 0;
+      for (ValueId v : g.nodes[size_t(inst.plan->steps[i].node)].outputs)
+        if (v != kNoValue) largest = std::max(largest, inst.plan->homes[size_t(v)].bytes);
+      inst.step_pdl[i] = step_dependent_launch_pays(largest);
+    }
+  }
   cudaGraph_t graph = nullptr;
   cudaError_t e = cudaStreamBeginCapture(handles_.stream, cudaStreamCaptureModeThreadLocal);
   if (e != cudaSuccess) {
@@ -365,6 +381,8 @@ void CudaContext::capture(Instance& inst) {
   }
   Status st = enqueue(inst);
   e = cudaStreamEndCapture(handles_.stream, &graph);
+  const bool step_pdl = !inst.step_pdl.empty();
+  inst.step_pdl.clear();  // eager runs launch as before
   if (!st.is_ok() || e != cudaSuccess || !graph) {
     inst.graph_error = !st.is_ok() ? st.message() : std::string("end capture: ") + cudaGetErrorString(e);
     if (graph) cudaGraphDestroy(graph);
@@ -376,7 +394,7 @@ void CudaContext::capture(Instance& inst) {
     cudaGraphDestroy(graph);
     return;
   }
-  if (dependent_launch_enabled() && trigger_dependents_at_launch(graph) < 0) {
+  if ((dependent_launch_enabled() || step_pdl) && trigger_dependents_at_launch(graph) < 0) {
     inst.graph_error = "programmatic edges could not be moved to launch completion";
     cudaGraphDestroy(graph);
     return;

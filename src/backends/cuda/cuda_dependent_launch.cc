@@ -33,6 +33,10 @@ bool dependent_launch_pays(long long largest_activation_bytes) {
   return largest_activation_bytes <= kSmallGraphActivationBytes;
 }
 
+bool step_dependent_launch_pays(long long largest_output_bytes) {
+  return largest_output_bytes <= kSmallStepOutputBytes;
+}
+
 DependentLaunchScope::DependentLaunchScope(bool on) : saved_(scope_choice) { scope_choice = on ? 1 : 0; }
 DependentLaunchScope::~DependentLaunchScope() { scope_choice = saved_; }
 
