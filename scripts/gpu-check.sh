@@ -44,6 +44,14 @@ if [ "$mode" = pack ]; then
       *) cp -L "$lib" .gpu/pack/lib/ ;;
     esac
   done
+  # Nsight Systems' importer on the GPU machine lacks libdw (bench/gpu_graph_trace.sh): this
+  # machine's copy, in a folder of its own so that nothing else loads it.
+  mkdir -p .gpu/pack/lib/nsys
+  for lib in libdw.so.1 libelf.so.1; do
+    for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do
+      [ -e "$d/$lib" ] && { cp -L "$d/$lib" .gpu/pack/lib/nsys/; break; }
+    done
+  done
   tar -C .gpu -cJf .gpu/pack.tar.xz pack
   rm -rf .gpu/pack
   echo "packed .gpu/pack.tar.xz ($(du -h .gpu/pack.tar.xz | cut -f1))"
