@@ -22,8 +22,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 namespace ingot::cuda {
