@@ -2,13 +2,11 @@
 
 #include <string>
 
-#include "backends/cuda/gemm_impl.h"
 #include "backends/cuda/lt_gemm.h"
 
 namespace ingot::cuda {
-namespace {
 
-PointwiseActivation pointwise(HeadActivation a) {
+PointwiseActivation pointwise_of(HeadActivation a) {
   switch (a) {
     case HeadActivation::kTanh: return PointwiseActivation::kTanh;
     case HeadActivation::kGeluErf: return PointwiseActivation::kGeluErf;
@@ -16,8 +14,6 @@ PointwiseActivation pointwise(HeadActivation a) {
     default: return PointwiseActivation::kRelu;
   }
 }
-
-}  // namespace
 
 Status activated_product(const CudaHandles& handles, void* workspace, DType dt, const void* x, const void* w,
                          const void* bias, int64_t m, int64_t n, int64_t k, HeadActivation act, void* y,
@@ -33,7 +29,7 @@ Status activated_product(const CudaHandles& handles, void* workspace, DType dt, 
   else after = act != HeadActivation::kNone;
   INGOT_RETURN_IF_ERROR(lt_gemm(handles, d, x, w, y, workspace, kGemmWorkspaceBytes));
   if (!after) return Status::ok();
-  return cuda_status(launch_activation_inplace(y, m * n, pointwise(act), dt, handles.stream),
+  return cuda_status(launch_activation_inplace(y, m * n, pointwise_of(act), dt, handles.stream),
                      (std::string(op) + ": activation").c_str());
 }
 

@@ -7,10 +7,14 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/gemm_impl.h"
 #include "ingot/dtype.h"
 #include "ir/classifier_head_attrs.h"
 
 namespace ingot::cuda {
+
+// The elementwise kernels' form of a head activation (kNone maps to kRelu: callers test for it).
+PointwiseActivation pointwise_of(HeadActivation a);
 
 // x [m, k], W [k, n], bias [n] or null, y [m, n], all of dtype dt, row-major; `workspace` holds
 // at least kGemmWorkspaceBytes. Errors start with `op`.

@@ -139,19 +139,11 @@ class ClassifierHeadKernel : public CudaKernel {
   static bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
   static const void* optional(const CudaComputeContext& ctx, int i) { return ctx.has_input(i) ? ctx.input(i).raw() : nullptr; }
 
-  static PointwiseActivation pointwise(HeadActivation a) {
-    switch (a) {
-      case HeadActivation::kTanh: return PointwiseActivation::kTanh;
-      case HeadActivation::kGeluErf: return PointwiseActivation::kGeluErf;
-      case HeadActivation::kGeluTanh: return PointwiseActivation::kGeluTanh;
-      default: return PointwiseActivation::kRelu;
-    }
-  }
   // The block's activation as the composed path computes it: for half types GELU in its tanh
   // form, cuBLASLt's epilogue (gemm.cc says why).
   PointwiseActivation ffn_pointwise(DType dt) const {
     if (dt != DType::kFloat32 && spec_.ffn_act == HeadActivation::kGeluErf) return PointwiseActivation::kGeluTanh;
-    return pointwise(spec_.ffn_act);
+    return pointwise_of(spec_.ffn_act);
   }
 
   HeadLaunch head_launch(CudaComputeContext& ctx, const Sizes& s) const {
@@ -165,7 +157,7 @@ class ClassifierHeadKernel : public CudaKernel {
     a.rows = s.rows, a.K = s.K, a.N1 = s.N1, a.N2 = s.N2;
     a.epsilon = spec_.epsilon;
     a.has_act = spec_.act != HeadActivation::kNone;
-    a.act = pointwise(spec_.act);
+    a.act = pointwise_of(spec_.act);
     a.sm_count = ctx.handles().sm_count;
     a.counter = ctx.handles().grid_counter;
     return a;

@@ -117,7 +117,6 @@ struct CudaContext::Instance {
     L2Prefetch prefetch;  // the step's ShapePlan::Step::prefetch, as pointers
   };
   std::vector<Bound> bound;  // per step
-  std::vector<char> step_pdl;  // per step, while capturing a large graph in auto mode: dependent launch for this step
   void* pinned = nullptr;    // staging for inputs, then outputs
   std::vector<int64_t> pinned_in, pinned_out;  // offsets per graph input / output
   std::vector<OutputBlocks> host_out;          // per graph output: the host memory it comes back in
@@ -269,7 +268,7 @@ Expected<CudaContext::Instance*> CudaContext::instance(const std::shared_ptr<con
 
 // Enqueues every step. CPU steps synchronise, copy their device inputs down, run the CPU
 // kernel and copy the outputs up (capture never sees them: such plans are not captured).
-Status CudaContext::enqueue(Instance& inst) {
+Status CudaContext::enqueue(Instance& inst, const std::vector<char>* step_pdl) {
   const Graph& g = ex_.graph();
   const ShapePlan& plan = *inst.plan;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -282,7 +281,7 @@ Status CudaContext::enqueue(Instance& inst) {
     if (s.on_device) {
       CudaComputeContext ctx(n, b.in, b.host, b.out, handles_, workspace_.get(), workspace_.bytes(), b.prefetch);
       std::optional<DependentLaunchScope> step_scope;
-      if (!inst.step_pdl.empty()) step_scope.emplace(inst.step_pdl[i] != 0);
+      if (step_pdl) step_scope.emplace((*step_pdl)[i] != 0);
       INGOT_RETURN_IF_ERROR(ex_.kernels(s.node).cuda->compute(ctx).with_context(describe_node(n, s.node) + ": "));
       if (profiling_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[2 * i + 1], handles_.stream));
       continue;
@@ -360,16 +359,16 @@ void CudaContext::capture(Instance& inst) {
     small = dependent_launch_pays(largest);
   }
   const DependentLaunchScope scope(small);
-  inst.step_pdl.clear();
   // A graph too large for dependent launch still takes it for its steps of small outputs.
+  std::vector<char> step_pdl;
   if (!small && dependent_launch_mode() == DependentLaunchMode::kAuto) {
     const Graph& g = ex_.graph();
-    inst.step_pdl.assign(inst.plan->steps.size(), 0);
+    step_pdl.assign(inst.plan->steps.size(), 0);
     for (size_t i = 0; i < inst.plan->steps.size(); ++i) {
       int64_t largest = 0;
       for (ValueId v : g.nodes[size_t(inst.plan->steps[i].node)].outputs)
         if (v != kNoValue) largest = std::max(largest, inst.plan->homes[size_t(v)].bytes);
-      inst.step_pdl[i] = step_dependent_launch_pays(largest);
+      step_pdl[i] = step_dependent_launch_pays(largest);
     }
   }
   cudaGraph_t graph = nullptr;
@@ -379,10 +378,8 @@ void CudaContext::capture(Instance& inst) {
     cudaGetLastError();
     return;
   }
-  Status st = enqueue(inst);
+  Status st = enqueue(inst, step_pdl.empty() ? nullptr : &step_pdl);
   e = cudaStreamEndCapture(handles_.stream, &graph);
-  const bool step_pdl = !inst.step_pdl.empty();
-  inst.step_pdl.clear();  // eager runs launch as before
   if (!st.is_ok() || e != cudaSuccess || !graph) {
     inst.graph_error = !st.is_ok() ? st.message() : std::string("end capture: ") + cudaGetErrorString(e);
     if (graph) cudaGraphDestroy(graph);
@@ -394,7 +391,7 @@ void CudaContext::capture(Instance& inst) {
     cudaGraphDestroy(graph);
     return;
   }
-  if ((dependent_launch_enabled() || step_pdl) && trigger_dependents_at_launch(graph) < 0) {
+  if ((dependent_launch_enabled() || !step_pdl.empty()) && trigger_dependents_at_launch(graph) < 0) {
     inst.graph_error = "programmatic edges could not be moved to launch completion";
     cudaGraphDestroy(graph);
     return;

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/cuda_executor.h"
 
@@ -24,7 +25,8 @@ class CudaContext final : public DeviceContext {
   explicit CudaContext(const CudaExecutor& ex);
   Status reserve(int64_t arena, size_t workspace);
   Expected<Instance*> instance(const std::shared_ptr<const ShapePlan>& plan);
-  Status enqueue(Instance& inst);
+  // step_pdl (while capturing a large graph in auto mode): per step, whether it takes dependent launch.
+  Status enqueue(Instance& inst, const std::vector<char>* step_pdl = nullptr);
   void capture(Instance& inst);
 
   const CudaExecutor& ex_;
