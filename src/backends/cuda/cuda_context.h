@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_executor.h"
+#include "backends/cuda/lt_gemm.h"
 
 namespace ingot::cuda {
 
@@ -28,6 +29,12 @@ class CudaContext final : public DeviceContext {
   // step_pdl (while capturing a large graph in auto mode): per step, whether it takes dependent launch.
   Status enqueue(Instance& inst, const std::vector<char>* step_pdl = nullptr);
   void capture(Instance& inst);
+  cudaGraphExec_t capture_graph(Instance& inst, std::string& error);
+  void tune_products(Instance& inst, const std::vector<GemmPlan*>& products);
+  double replay_ms(cudaGraphExec_t exec);
+  static int64_t largest_activation(const Instance& inst);
+  static constexpr int kTuneReplays = 10, kTuneRounds = 3;
+  static constexpr double kTuneMargin = 0.003;
 
   const CudaExecutor& ex_;
   CudaHandles handles_;

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -69,21 +71,28 @@ struct PlanKeyHash {
   }
 };
 
-// One cached configuration. Everything but the bias pointer is fixed at creation; the bias
-// pointer is an attribute of `op`, so calls with a bias set it and run under `bias_mutex`
-// (two contexts may run the same shape on different streams at once).
-struct Plan {
+}  // namespace
+
+// One cached configuration. Everything but the bias pointer and the algorithm is fixed at
+// creation; the bias pointer is an attribute of `op`, so calls set it and run under `mutex`
+// (two contexts may run the same shape on different streams at once), and the algorithm may be
+// changed by graph tuning (set_gemm_choice) under the same mutex.
+struct GemmPlan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (our B), B (our A), D
   cublasLtMatrixLayout_t c_in = nullptr;  // C when its leading dimension differs from D's, else null
   cublasLtMatrixLayout_t c_layout() const { return c_in ? c_in : c; }
   cublasLtMatmulAlgo_t algo{};
-  std::mutex bias_mutex;
+  std::mutex mutex;
+  std::vector<cublasLtMatmulAlgo_t> ranked;  // the fastest trials first (at most kGraphTuneCandidates)
+  int chosen = 0;                            // index into ranked of `algo`
+  bool graph_tuned = false;                  // decided inside a captured graph already
+  int64_t m = 0, n = 0, k = 0;
 
-  Plan() = default;
-  Plan(const Plan&) = delete;
-  Plan& operator=(const Plan&) = delete;
-  ~Plan() {
+  GemmPlan() = default;
+  GemmPlan(const GemmPlan&) = delete;
+  GemmPlan& operator=(const GemmPlan&) = delete;
+  ~GemmPlan() {
     if (c_in) cublasLtMatrixLayoutDestroy(c_in);
     if (c) cublasLtMatrixLayoutDestroy(c);
     if (b) cublasLtMatrixLayoutDestroy(b);
@@ -91,6 +100,13 @@ struct Plan {
     if (op) cublasLtMatmulDescDestroy(op);
   }
 };
+
+namespace {
+
+using Plan = GemmPlan;
+
+// The plans run on this thread while a GemmTuneRecorder lives (each once).
+thread_local std::vector<GemmPlan*>* recorded_plans = nullptr;
 
 struct PlanCache {
   std::mutex mutex;
@@ -352,16 +368,18 @@ void autotune(const CudaHandles& h, const GemmDesc& d, int device, Plan& plan, c
     events = events && cudaEventCreate(&start[r]) == cudaSuccess && cudaEventCreate(&stop[r]) == cudaSuccess;
   if (events) {
     const L2Flush flush(device);
-    float best = -1.f;
-    int best_i = -1;
+    std::vector<std::pair<float, size_t>> timed;
     for (size_t i = 0; i < candidates.size(); ++i) {
       const float ms = time_trials(h, flush, start, stop, [&] {
         return cublasLtMatmul(h.lt, plan.op, &d.alpha, b, plan.a, a, plan.b, &d.beta, cin, plan.c_layout(), c, plan.c,
                               &candidates[i], ws, ws_bytes, h.stream) == CUBLAS_STATUS_SUCCESS;
       });
-      if (ms >= 0 && (best_i < 0 || ms < best)) best = ms, best_i = int(i);
+      if (ms >= 0) timed.emplace_back(ms, i);
     }
-    if (best_i >= 0) plan.algo = candidates[size_t(best_i)];
+    std::stable_sort(timed.begin(), timed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    if (!timed.empty()) plan.algo = candidates[timed[0].second];
+    for (size_t r = 0; r < timed.size() && r < size_t(kGraphTuneCandidates); ++r)
+      plan.ranked.push_back(candidates[timed[r].second]);
     cudaStreamSynchronize(h.stream);  // the flush buffer is freed below only when nothing uses it
   }
   for (int r = 0; r < kTrialRuns; ++r) {
@@ -445,6 +463,7 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
         add_split_k_variants(handles, key, *fresh, candidates);
       autotune(handles, d, key.device, *fresh, a, b, cin, c, ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr, ws_bytes,
                candidates);
+      fresh->m = d.m, fresh->n = d.n, fresh->k = d.k;
       it = cache.plans.emplace(key, std::move(fresh)).first;
     }
     plan = it->second.get();
@@ -456,12 +475,49 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
                                 plan->c, &plan->algo, ws_ptr, ws_bytes, handles.stream),
                  d, "cublasLtMatmul");
   };
+  std::lock_guard<std::mutex> lock(plan->mutex);
+  if (recorded_plans && plan->ranked.size() > 1 && !plan->graph_tuned &&
+      std::find(recorded_plans->begin(), recorded_plans->end(), plan) == recorded_plans->end())
+    recorded_plans->push_back(plan);
   if (!d.bias) return run();
-  std::lock_guard<std::mutex> lock(plan->bias_mutex);
   INGOT_RETURN_IF_ERROR(check(
       cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &d.bias, sizeof(d.bias)), d,
       "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
   return run();
+}
+
+GemmTuneRecorder::GemmTuneRecorder() : saved_(recorded_plans) { recorded_plans = &plans_; }
+GemmTuneRecorder::~GemmTuneRecorder() { recorded_plans = saved_; }
+
+int gemm_choices(const GemmPlan* p) {
+  std::lock_guard<std::mutex> lock(const_cast<GemmPlan*>(p)->mutex);
+  return p->graph_tuned ? 1 : int(p->ranked.size());
+}
+
+void set_gemm_choice(GemmPlan* p, int i) {
+  std::lock_guard<std::mutex> lock(p->mutex);
+  if (i < 0 || size_t(i) >= p->ranked.size()) return;
+  p->chosen = i;
+  p->algo = p->ranked[size_t(i)];
+}
+
+int gemm_choice(const GemmPlan* p) {
+  std::lock_guard<std::mutex> lock(const_cast<GemmPlan*>(p)->mutex);
+  return p->chosen;
+}
+
+void finish_gemm_choice(GemmPlan* p) {
+  std::lock_guard<std::mutex> lock(p->mutex);
+  p->graph_tuned = true;
+}
+
+std::string gemm_plan_name(const GemmPlan* p) {
+  return "m=" + std::to_string(p->m) + " n=" + std::to_string(p->n) + " k=" + std::to_string(p->k);
+}
+
+bool graph_tuning_enabled() {
+  const char* e = std::getenv("INGOT_CUDA_GRAPH_TUNE");
+  return !(e && std::strcmp(e, "0") == 0);
 }
 
 }  // namespace ingot::cuda
