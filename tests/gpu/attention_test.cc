@@ -5,7 +5,7 @@
 // sizes (the tensor-core sizes and a generic one), batch sizes that select each query-block size,
 // float32 (tight) and float16/bfloat16 (against the CPU on float32 copies of the same rounded
 // values), query_rows (a few query positions, in launches of up to 16; one position over many
-// rows, where Q is projected for that position alone), residuals of the output's
+// rows, where the keys and values are absorbed), residuals of the output's
 // shape or read at the query rows of the whole sequence, and a head size the CUDA kernel refuses
 // (run on the CPU instead).
 #include <gtest/gtest.h>
@@ -400,7 +400,7 @@ TEST(CudaAttention, QueryRows) {
       c.B = B, c.S = 128, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {B, 1, 1, 128};
       c.query_rows = {0};
       run_case(c, dt, tol, tol, padding);
-      c.query_rows = {-3}, c.biases = false;  // B·S = 4096: Q projected for the query rows alone
+      c.query_rows = {-3}, c.biases = false;  // B·S = 4096: the keys absorbed in float16/bfloat16
       run_case(c, dt, tol, tol, padding);
     }
     Case d;
@@ -456,6 +456,52 @@ TEST(CudaAttention, SingleQueryRow) {
       c.filter = -std::numeric_limits<float>::infinity();
       run_case(c, dt, tol, tol, [](int64_t idx, const Shape& s) { return !(batch_of(idx, s) == 1 && key_of(idx, s) == 5); },
                nan);
+    }
+  }
+}
+
+// One query position over at least 2048 rows in float16/bfloat16: the keys and values absorbed
+// (attention_impl.h, AbsorbedQueryArgs; no K or V for the S positions). Every hidden size its
+// kernel takes (E / 128 = 2, 3, 4, 6, 8), head sizes 32 to 128, S not a multiple of its 32-key
+// tiles and up to 500, the position first, last or inside (causal hides the keys after it),
+// masks of every kind and of the key, query and head axes, without biases, and batches whose
+// every key is masked (NaN, or 0 with nan_to_zero). E = 128 keeps the flash path.
+TEST(CudaAttention, AbsorbedSingleQuery) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    struct Size {
+      int64_t B, S, E, H;
+    };
+    for (const Size& z : {Size{16, 128, 256, 4}, Size{24, 100, 384, 6}, Size{5, 500, 512, 8}, Size{16, 128, 1024, 16},
+                          Size{16, 128, 256, 8}, Size{32, 70, 384, 3}, Size{16, 128, 128, 2}}) {
+      for (int64_t pos : {int64_t(0), int64_t(-1), int64_t(9)}) {
+        Case c;
+        c.B = z.B, c.S = z.S, c.E = z.E, c.H = z.H, c.M = 64, c.query_rows = {pos};
+        c.mask_kind = "add", c.mask_shape = {z.B, 1, 1, z.S};
+        run_case(c, dt, tol, tol, padding);
+        c.mask_kind = "bool", c.int_mask = DType::kInt64, c.causal = true, c.biases = false;
+        run_case(c, dt, tol, tol, padding);
+        c.mask_kind = "none", c.int_mask = DType::kUndefined, c.causal = false, c.out_proj = false;
+        run_case(c, dt, tol, tol);
+      }
+    }
+    Case c;
+    c.B = 16, c.S = 128, c.E = 256, c.H = 4, c.M = 64, c.query_rows = {3};
+    c.mask_kind = "bool", c.mask_shape = {16, 1, 128, 128};  // per (query, key): read at the query's row
+    run_case(c, dt, tol, tol, padding);
+    c.mask_kind = "add", c.mask_shape = {16, 4, 1, 128};  // per head
+    run_case(c, dt, tol, tol, [](int64_t idx, const Shape& s) { return padding(idx, s) && (idx / s.back()) % 4 != key_of(idx, s) % 4; });
+    // Batch 1 keeps no key: an undefined row.
+    auto none_in_batch1 = [](int64_t idx, const Shape& s) { return batch_of(idx, s) != 1 && key_of(idx, s) % 4 != 2; };
+    c.mask_shape = {16, 1, 1, 128};
+    for (bool nan_to_zero : {false, true}) {
+      c.nan_to_zero = nan_to_zero;
+      c.mask_kind = "bool";
+      run_case(c, dt, tol, tol, none_in_batch1);
+      c.mask_kind = "add";
+      run_case(c, dt, tol, tol, none_in_batch1);
+      run_case(c, dt, tol, tol, none_in_batch1, -65504.f);
     }
   }
 }

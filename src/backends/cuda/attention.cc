@@ -9,9 +9,12 @@
 // With query_rows the context and Y have Sq = query_rows' count rows per batch instead of S: the
 // core computes those queries alone (against every key) and the out-projection runs on B·Sq rows;
 // with residual_rows "query" too, R is the whole sequence and its query rows are read in place.
+// One query position over many rows takes steps 1 and 2 with the keys and values absorbed
+// (absorbed_context: no K or V is computed for the S positions; attention_impl.h says how).
 // Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] when W_out is given | the
 // residual's query rows [B*Sq, M] with residual_rows "query", should cuBLASLt need them dense].
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -117,22 +120,12 @@ class AttentionKernel : public CudaKernel {
     void* qkv = ws + kGemmWorkspaceBytes;
     void* context = has_out ? ws + kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es) : Y.raw();
 
-    INGOT_RETURN_IF_ERROR(project_qkv(ctx, B, S, E, N, query_pos, qkv));
-
-    AttentionCoreArgs a;
-    a.qkv = qkv, a.context = context;
-    a.B = B, a.S = S, a.H = attrs_.heads, a.D = N / attrs_.heads, a.dtype = t;
-    if (attrs_.mask_kind != AttentionMaskKind::kNone) {
-      const Tensor& mask = ctx.input(kMask);
-      INGOT_RETURN_IF_ERROR(mask_strides(mask.shape(), B, S, a));
-      a.mask = mask.raw(), a.mask_dtype = mask.dtype();
+    if (absorbs_keys(ctx, B, S, E, N, query_pos)) {
+      INGOT_RETURN_IF_ERROR(absorbed_context(ctx, B, S, E, N, query_pos[0], context));
+    } else {
+      INGOT_RETURN_IF_ERROR(project_qkv(ctx, B, S, E, N, query_pos, qkv));
+      INGOT_RETURN_IF_ERROR(core(ctx, B, S, N, query_pos, qkv, context));
     }
-    a.scale = attrs_.scale, a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
-    a.sm_count = ctx.handles().sm_count;
-    a.query_pos = query_pos.data(), a.query_count = int64_t(query_pos.size());
-    a.prefetch = ctx.l2_prefetch();
-    if (!ctx.handles().skips("Attention.core"))
-      INGOT_RETURN_IF_ERROR(cuda_status(launch_attention_core(a, ctx.stream()), "attention core"));
 
     if (has_out) {
       const Tensor& Wout = ctx.input(kWout);
@@ -178,6 +171,101 @@ class AttentionKernel : public CudaKernel {
     q.m = B, q.n = N, q.lda = S * E, q.ldb = 3 * N, q.ldc = S * 3 * N;
     return lt_gemm(ctx.handles(), q, at(X.raw(), pos * E), Wqkv.raw(), out + size_t(pos * 3 * N) * es, ws,
                    kGemmWorkspaceBytes);
+  }
+
+  // context = softmax(scale · Q Kᵀ + mask) V per head, from qkv.
+  Status core(CudaComputeContext& ctx, int64_t B, int64_t S, int64_t N, const std::vector<int64_t>& query_pos,
+              const void* qkv, void* context) const {
+    const DType t = ctx.input(kX).dtype();
+    AttentionCoreArgs a;
+    a.qkv = qkv, a.context = context;
+    a.B = B, a.S = S, a.H = attrs_.heads, a.D = N / attrs_.heads, a.dtype = t;
+    if (attrs_.mask_kind != AttentionMaskKind::kNone) {
+      const Tensor& mask = ctx.input(kMask);
+      INGOT_RETURN_IF_ERROR(mask_strides(mask.shape(), B, S, a));
+      a.mask = mask.raw(), a.mask_dtype = mask.dtype();
+    }
+    a.scale = attrs_.scale, a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
+    a.sm_count = ctx.handles().sm_count;
+    a.query_pos = query_pos.data(), a.query_count = int64_t(query_pos.size());
+    a.prefetch = ctx.l2_prefetch();
+    if (ctx.handles().skips("Attention.core")) return Status::ok();
+    return cuda_status(launch_attention_core(a, ctx.stream()), "attention core");
+  }
+
+  // Whether a one-query attention takes the absorbed path (AbsorbedQueryArgs, attention_impl.h):
+  // one query position over many rows (B·S >= kSplitQueryRows, where projecting K and V for
+  // every row is most of the layer's tail: 17 µs of DistilBERT's 29 at b32), sizes its kernel
+  // takes, and its buffers within the qkv area of the workspace. INGOT_CUDA_ABSORB_KEYS=0: never
+  // (an A/B switch).
+  bool absorbs_keys(CudaComputeContext& ctx, int64_t B, int64_t S, int64_t E, int64_t N,
+                    const std::vector<int64_t>& query_pos) const {
+    if (query_pos.size() != 1 || B * S < kSplitQueryRows || N % attrs_.heads != 0) return false;
+    if (const char* e = std::getenv("INGOT_CUDA_ABSORB_KEYS"); e && std::string(e) == "0") return false;
+    int device = 0, max_smem = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    const DType t = ctx.input(kX).dtype();
+    if (!absorbed_query_fits(t, S, E, attrs_.heads, N / attrs_.heads, max_smem)) return false;
+    const size_t es = dtype_size(t);
+    return 2 * align_up(size_t(B * N) * es) + 2 * align_up(size_t(B * attrs_.heads * E) * es) <=
+           align_up(size_t(B * S * 3 * N) * es);
+  }
+
+  // The absorbed path's context [B, N] for query position pos, in four launches:
+  //   q = X[:, pos] · W_q + b_q                            [B, N]
+  //   q̃_h = scale · q_h · W_k,hᵀ                          [B, H, E]   (one batched product, K's bias dropped)
+  //   x̄_h = softmax(q̃_h · X_bᵀ + mask) · X_b, cbias       [B, H, E], [B, N]   (attention_absorbed.cu)
+  //   context_h = x̄_h · W_v,h + cbias_h                    [B, N]      (one batched product)
+  // with q, q̃, x̄ and cbias in the workspace's qkv area.
+  Status absorbed_context(CudaComputeContext& ctx, int64_t B, int64_t S, int64_t E, int64_t N, int64_t pos,
+                          void* context) const {
+    const Tensor& X = ctx.input(kX);
+    const DType t = X.dtype();
+    const size_t es = dtype_size(t);
+    const int64_t H = attrs_.heads, D = N / H;
+    const char* w = static_cast<const char*>(ctx.input(kWqkv).raw());
+    const char* bias = ctx.has_input(kBqkv) ? static_cast<const char*>(ctx.input(kBqkv).raw()) : nullptr;
+    void* ws = ctx.workspace();
+    char* q = static_cast<char*>(ws) + kGemmWorkspaceBytes;
+    char* qt = q + align_up(size_t(B * N) * es);
+    char* xbar = qt + align_up(size_t(B * H * E) * es);
+    char* cbias = xbar + align_up(size_t(B * H * E) * es);
+
+    GemmDesc qd;
+    qd.m = B, qd.n = N, qd.k = E, qd.dtype = t, qd.lda = S * E, qd.ldb = 3 * N, qd.bias = bias;
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), qd, static_cast<const char*>(X.raw()) + size_t(pos * E) * es, w, q,
+                                  ws, kGemmWorkspaceBytes));
+    GemmDesc kd;
+    kd.m = B, kd.n = E, kd.k = D, kd.batch = H, kd.dtype = t, kd.trans_b = true, kd.alpha = attrs_.scale;
+    kd.lda = N, kd.stride_a = D, kd.ldb = 3 * N, kd.stride_b = D, kd.ldc = H * E, kd.stride_c = E;
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), kd, q, w + size_t(N) * es, qt, ws, kGemmWorkspaceBytes));
+
+    AbsorbedQueryArgs a;
+    a.x = X.raw(), a.qt = qt, a.bv = bias ? bias + size_t(2 * N) * es : nullptr, a.xbar = xbar, a.cbias = cbias;
+    a.B = B, a.S = S, a.E = E, a.H = H, a.D = D, a.pos = pos, a.dtype = t;
+    if (attrs_.mask_kind != AttentionMaskKind::kNone) {
+      AttentionCoreArgs strides;
+      const Tensor& mask = ctx.input(kMask);
+      INGOT_RETURN_IF_ERROR(mask_strides(mask.shape(), B, S, strides));
+      a.mask = mask.raw(), a.mask_dtype = mask.dtype();
+      a.mask_b = strides.mask_b, a.mask_h = strides.mask_h, a.mask_q = strides.mask_q, a.mask_k = strides.mask_k;
+    }
+    a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
+    int device = 0;
+    INGOT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+    INGOT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&a.max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    a.prefetch = ctx.l2_prefetch();
+    if (!ctx.handles().skips("Attention.core"))
+      INGOT_RETURN_IF_ERROR(cuda_status(launch_absorbed_query(a, ctx.stream()), "attention core (absorbed keys)"));
+
+    GemmDesc vd;
+    vd.m = B, vd.n = D, vd.k = E, vd.batch = H, vd.dtype = t, vd.beta = 1.f, vd.c_in = cbias;
+    vd.lda = H * E, vd.stride_a = E, vd.ldb = 3 * N, vd.stride_b = D, vd.ldc = N, vd.stride_c = D;
+    return lt_gemm(ctx.handles(), vd, xbar, w + size_t(2 * N) * es, context, ws, kGemmWorkspaceBytes);
   }
 
   // The output projection when the residual is the whole sequence [B, S, M] (residual_rows

@@ -40,6 +40,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backends/cuda/attention_device.cuh"
 #include "backends/cuda/attention_impl.h"
 #include "backends/cuda/cuda_common.cuh"
 #include "backends/cuda/dependent_launch.cuh"
@@ -48,10 +49,6 @@
 
 namespace ingot::cuda {
 namespace {
-
-// kMaskBool: one byte, nonzero = attend (bool, int8, uint8); kMaskI32/I64 likewise for wider
-// integers (an int64 attention_mask read without its Cast to bool).
-enum MaskType : int { kMaskNone, kMaskBool, kMaskF32, kMaskF16, kMaskBF16, kMaskI32, kMaskI64 };
 
 struct CoreParams {
   const void* qkv;
@@ -73,57 +70,9 @@ struct CoreParams {
   L2Prefetch prefetch;  // the next steps' weights, requested once the kernel's own loads are out
 };
 
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
-
-constexpr float kLog2e = 1.4426950408889634f;
-
-// 2^x in one MUFU instruction: results below 2^-126 flush to 0 (irrelevant next to a softmax's
-// largest term, which is 1). exp2f() adds a denormal fix-up of three more instructions.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// A mask value in the flash kernel's base-2 domain (· log2 e). A finite value stays finite, so a
-// row masked with a finite filter (-3.4e38) keeps a defined softmax; -inf and NaN stay as they are.
-__device__ __forceinline__ float mask_to_log2(float v) {
-  const float x = v * kLog2e;
-  return isinf(x) && !isinf(v) ? copysignf(3.402823466e38f, x) : x;
-}
-
-// Mask element `off` as the value added to the score.
-template <class M> __device__ __forceinline__ float mask_add(const void* mask, int64_t off, float filter);
-template <> __device__ __forceinline__ float mask_add<uint8_t>(const void* mask, int64_t off, float filter) {
-  return static_cast<const uint8_t*>(mask)[off] ? 0.f : filter;
-}
-template <> __device__ __forceinline__ float mask_add<int32_t>(const void* mask, int64_t off, float filter) {
-  return static_cast<const int32_t*>(mask)[off] ? 0.f : filter;
-}
-template <> __device__ __forceinline__ float mask_add<int64_t>(const void* mask, int64_t off, float filter) {
-  return static_cast<const int64_t*>(mask)[off] ? 0.f : filter;
-}
-template <> __device__ __forceinline__ float mask_add<float>(const void* mask, int64_t off, float) {
-  return static_cast<const float*>(mask)[off];
-}
-template <> __device__ __forceinline__ float mask_add<__half>(const void* mask, int64_t off, float) {
-  return __half2float(static_cast<const __half*>(mask)[off]);
-}
-template <> __device__ __forceinline__ float mask_add<__nv_bfloat16>(const void* mask, int64_t off, float) {
-  return __bfloat162float(static_cast<const __nv_bfloat16*>(mask)[off]);
-}
-
 // The mask's additive value for (row_off, key), by the runtime mask type (warp-uniform branch).
 __device__ __forceinline__ float mask_at(const CoreParams& p, int64_t off) {
-  switch (p.mask_type) {
-    case kMaskBool: return mask_add<uint8_t>(p.mask, off, p.filter);
-    case kMaskF32: return mask_add<float>(p.mask, off, p.filter);
-    case kMaskF16: return mask_add<__half>(p.mask, off, p.filter);
-    case kMaskBF16: return mask_add<__nv_bfloat16>(p.mask, off, p.filter);
-    case kMaskI32: return mask_add<int32_t>(p.mask, off, p.filter);
-    case kMaskI64: return mask_add<int64_t>(p.mask, off, p.filter);
-    default: return 0.f;
-  }
+  return mask_value(p.mask, p.mask_type, off, p.filter);
 }
 
 // A key-mask element's raw bits, loaded by volatile assembly so that the load is issued where it
@@ -201,17 +150,6 @@ __device__ __forceinline__ float mask_from_raw(const CoreParams& p, uint2 r) {
 // key-mask path.
 
 constexpr int kKeyTile = 64;
-
-// Two floats as one register of two 16-bit values (lo = first, the lower column).
-template <class T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-  __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
 
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
@@ -845,21 +783,6 @@ __global__ void __launch_bounds__(kGenericRows * 32) generic_kernel(CoreParams p
     if (lane + 32 * c < D) dst[lane + 32 * c] = from_float<T>(undefined ? p.fill : o[c] / l);
 }
 
-int mask_type_of(const AttentionCoreArgs& a) {
-  if (!a.mask) return kMaskNone;
-  switch (a.mask_dtype) {
-    case DType::kBool:
-    case DType::kInt8:
-    case DType::kUInt8: return kMaskBool;
-    case DType::kInt32: return kMaskI32;
-    case DType::kInt64: return kMaskI64;
-    case DType::kFloat32: return kMaskF32;
-    case DType::kFloat16: return kMaskF16;
-    case DType::kBFloat16: return kMaskBF16;
-    default: return -1;
-  }
-}
-
 // Dynamic shared memory of a flash CTA: its rows of D + 8 halves, then `staged_keys` floats of
 // the key mask (key-mask path).
 constexpr size_t flash_smem_bytes(int D, int query_warps, int key_splits, int staged_keys) {
@@ -976,7 +899,7 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
 }  // namespace
 
 cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t stream) {
-  const int mask_type = mask_type_of(a);
+  const int mask_type = mask_type_of(a.mask, a.mask_dtype);
   if (mask_type < 0 || a.D <= 0 || a.D > kAttentionMaxHeadDim || a.S > INT_MAX || a.H * a.D > INT_MAX)
     return cudaErrorInvalidValue;
   if (a.B == 0 || a.S == 0) return cudaSuccess;

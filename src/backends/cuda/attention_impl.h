@@ -37,6 +37,38 @@ struct AttentionCoreArgs {
   L2Prefetch prefetch;  // weights the next steps read, requested by the core's kernel
 };
 
+// ingot.Attention's one-query path with the keys and values absorbed into the query and the
+// output (attention.cc, project_absorbed): scores q·K_hᵀ = (W_k,h q_h)·Xᵀ up to a constant (K's
+// bias) that the softmax drops, and P·V_h = (P·X)·W_v,h + b_v,h, so no key or value is computed
+// for the S positions. This is the middle of it, after q̃ = scale · W_k,h q_h and before the
+// context x̄_h · W_v,h + cbias_h (attention_absorbed.cu).
+constexpr int64_t kAbsorbedMaxKeys = 512;
+
+struct AbsorbedQueryArgs {
+  const void* x = nullptr;   // [B, S, E]: the attention's input
+  const void* qt = nullptr;  // [B, H, E]: scale · W_k,h q_h
+  const void* bv = nullptr;  // [N]: V's bias, or null
+  void* xbar = nullptr;      // [B, H, E] out: p_h · X_b
+  void* cbias = nullptr;     // [B, N] out: b_v (0 without), or fill where the row is undefined
+  int64_t B = 0, S = 0, E = 0, H = 0, D = 0, pos = 0;  // pos: the query position, in [0, S)
+  DType dtype = DType::kFloat16;
+  // The mask as AttentionCoreArgs has it (strides of its broadcast to [B, H, S, S]).
+  const void* mask = nullptr;
+  DType mask_dtype = DType::kBool;
+  int64_t mask_b = 0, mask_h = 0, mask_q = 0, mask_k = 0;
+  float filter = 0.f;
+  bool causal = false, nan_to_zero = false;
+  int max_smem = 0;  // the device's opt-in shared memory per block
+  L2Prefetch prefetch;
+};
+
+// Whether the absorbed path's kernel takes these sizes: float16/bfloat16, E / 128 in {2, 3, 4,
+// 6, 8}, at most 16 heads, S <= kAbsorbedMaxKeys, its shared memory within max_smem.
+bool absorbed_query_fits(DType dtype, int64_t S, int64_t E, int64_t H, int64_t D, int max_smem);
+
+// Enqueues the kernel on `stream`; cudaErrorInvalidValue when absorbed_query_fits is false.
+cudaError_t launch_absorbed_query(const AbsorbedQueryArgs& args, cudaStream_t stream);
+
 // Enqueues the core on `stream`; D <= kAttentionMaxHeadDim, dtype float32/float16/bfloat16,
 // mask_dtype bool/int8/uint8/int32/int64/float32/float16/bfloat16.
 cudaError_t launch_attention_core(const AttentionCoreArgs& args, cudaStream_t stream);

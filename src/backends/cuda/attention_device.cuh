@@ -1,0 +1,99 @@
+// Device helpers shared by ingot.Attention's core kernels (attention.cu) and the single-query
+// kernel with absorbed keys (attention_absorbed.cu): mask elements as additive values, the
+// base-2 softmax's pieces, and packing to 16-bit pairs.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "ingot/dtype.h"
+
+namespace ingot::cuda {
+
+// kMaskBool: one byte, nonzero = attend (bool, int8, uint8); kMaskI32/I64 likewise for wider
+// integers (an int64 attention_mask read without its Cast to bool).
+enum MaskType : int { kMaskNone, kMaskBool, kMaskF32, kMaskF16, kMaskBF16, kMaskI32, kMaskI64 };
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// 2^x in one MUFU instruction: results below 2^-126 flush to 0 (irrelevant next to a softmax's
+// largest term, which is 1). exp2f() adds a denormal fix-up of three more instructions.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// A mask value in the flash kernel's base-2 domain (· log2 e). A finite value stays finite, so a
+// row masked with a finite filter (-3.4e38) keeps a defined softmax; -inf and NaN stay as they are.
+__device__ __forceinline__ float mask_to_log2(float v) {
+  const float x = v * kLog2e;
+  return isinf(x) && !isinf(v) ? copysignf(3.402823466e38f, x) : x;
+}
+
+// Mask element `off` as the value added to the score.
+template <class M> __device__ __forceinline__ float mask_add(const void* mask, int64_t off, float filter);
+template <> __device__ __forceinline__ float mask_add<uint8_t>(const void* mask, int64_t off, float filter) {
+  return static_cast<const uint8_t*>(mask)[off] ? 0.f : filter;
+}
+template <> __device__ __forceinline__ float mask_add<int32_t>(const void* mask, int64_t off, float filter) {
+  return static_cast<const int32_t*>(mask)[off] ? 0.f : filter;
+}
+template <> __device__ __forceinline__ float mask_add<int64_t>(const void* mask, int64_t off, float filter) {
+  return static_cast<const int64_t*>(mask)[off] ? 0.f : filter;
+}
+template <> __device__ __forceinline__ float mask_add<float>(const void* mask, int64_t off, float) {
+  return static_cast<const float*>(mask)[off];
+}
+template <> __device__ __forceinline__ float mask_add<__half>(const void* mask, int64_t off, float) {
+  return __half2float(static_cast<const __half*>(mask)[off]);
+}
+template <> __device__ __forceinline__ float mask_add<__nv_bfloat16>(const void* mask, int64_t off, float) {
+  return __bfloat162float(static_cast<const __nv_bfloat16*>(mask)[off]);
+}
+
+// Mask element `off` as the value added to the score, by the runtime MaskType (warp-uniform).
+__device__ __forceinline__ float mask_value(const void* mask, int type, int64_t off, float filter) {
+  switch (type) {
+    case kMaskBool: return mask_add<uint8_t>(mask, off, filter);
+    case kMaskF32: return mask_add<float>(mask, off, filter);
+    case kMaskF16: return mask_add<__half>(mask, off, filter);
+    case kMaskBF16: return mask_add<__nv_bfloat16>(mask, off, filter);
+    case kMaskI32: return mask_add<int32_t>(mask, off, filter);
+    case kMaskI64: return mask_add<int64_t>(mask, off, filter);
+    default: return 0.f;
+  }
+}
+
+// Two floats as one register of two 16-bit values (lo = first, the lower column).
+template <class T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// The MaskType of a mask of dtype `dt` (kMaskNone when `mask` is null); -1: not a mask dtype.
+inline int mask_type_of(const void* mask, DType dt) {
+  if (!mask) return kMaskNone;
+  switch (dt) {
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8: return kMaskBool;
+    case DType::kInt32: return kMaskI32;
+    case DType::kInt64: return kMaskI64;
+    case DType::kFloat32: return kMaskF32;
+    case DType::kFloat16: return kMaskF16;
+    case DType::kBFloat16: return kMaskBF16;
+    default: return -1;
+  }
+}
+
+}  // namespace ingot::cuda
