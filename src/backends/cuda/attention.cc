@@ -202,14 +202,8 @@ class AttentionKernel : public CudaKernel {
                     const std::vector<int64_t>& query_pos) const {
     if (query_pos.size() != 1 || B * S < kSplitQueryRows || N % attrs_.heads != 0) return false;
     if (const char* e = std::getenv("INGOT_CUDA_ABSORB_KEYS"); e && std::string(e) == "0") return false;
-    int device = 0, max_smem = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
     const DType t = ctx.input(kX).dtype();
-    if (!absorbed_query_fits(t, S, E, attrs_.heads, N / attrs_.heads, max_smem)) return false;
+    if (!absorbed_query_fits(t, S, E, attrs_.heads, N / attrs_.heads, ctx.handles().max_smem_per_block)) return false;
     const size_t es = dtype_size(t);
     return 2 * align_up(size_t(B * N) * es) + 2 * align_up(size_t(B * attrs_.heads * E) * es) <=
            align_up(size_t(B * S * 3 * N) * es);
@@ -255,9 +249,7 @@ class AttentionKernel : public CudaKernel {
       a.mask_b = strides.mask_b, a.mask_h = strides.mask_h, a.mask_q = strides.mask_q, a.mask_k = strides.mask_k;
     }
     a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
-    int device = 0;
-    INGOT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-    INGOT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&a.max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    a.max_smem = ctx.handles().max_smem_per_block;
     a.prefetch = ctx.l2_prefetch();
     if (!ctx.handles().skips("Attention.core"))
       INGOT_RETURN_IF_ERROR(cuda_status(launch_absorbed_query(a, ctx.stream()), "attention core (absorbed keys)"));
