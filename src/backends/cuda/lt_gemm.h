@@ -60,7 +60,12 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
 // graph of larger ones keeps the trials' first (CudaContext::capture). H100, alternating A/B
 // (GPU compute median of 300 runs, ms, tuned / not): DistilBERT b1 0.1884 / 0.1932, 0.1881 /
 // 0.1932, 0.1875 / 0.1929; BERT-base b1 0.3690 / 0.3773, 0.3679 / 0.3897, 0.3692 / 0.3813.
-constexpr int kGraphTuneCandidates = 3;
+// Eight candidates, where cuBLASLt offers 7-8 for these products: every one is tried in the graph
+// (the cold trials' third or later was the graph's fastest often enough; session 25, A/B, eight /
+// three: DistilBERT b1 0.1840 / 0.1884, 0.1837 / 0.1884, 0.1842 / 0.1885; BERT-base b1 0.3646 /
+// 0.3698, 0.3639 / 0.3725, 0.3644 / 0.3686). Each candidate is one more capture and 80 replays
+// of the graph in the shape's first run: 1-2 s in all for BERT-base b1's product shapes.
+constexpr int kGraphTuneCandidates = 8;
 
 struct GemmPlan;  // a cached product configuration
 
