@@ -36,7 +36,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <climits>
+#include <cstdint>
 #include <limits>
 
 #include "backends/cuda/attention_device.cuh"

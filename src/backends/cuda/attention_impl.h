@@ -38,7 +38,7 @@ struct AttentionCoreArgs {
 };
 
 // ingot.Attention's one-query path with the keys and values absorbed into the query and the
-// output (attention.cc, project_absorbed): scores q·K_hᵀ = (W_k,h q_h)·Xᵀ up to a constant (K's
+// output (attention.cc, absorbed_context): scores q·K_hᵀ = (W_k,h q_h)·Xᵀ up to a constant (K's
 // bias) that the softmax drops, and P·V_h = (P·X)·W_v,h + b_v,h, so no key or value is computed
 // for the S positions. This is the middle of it, after q̃ = scale · W_k,h q_h and before the
 // context x̄_h · W_v,h + cbias_h (attention_absorbed.cu).
