@@ -180,12 +180,8 @@ class AttentionKernel : public CudaKernel {
     AttentionCoreArgs a;
     a.qkv = qkv, a.context = context;
     a.B = B, a.S = S, a.H = attrs_.heads, a.D = N / attrs_.heads, a.dtype = t;
-    if (attrs_.mask_kind != AttentionMaskKind::kNone) {
-      const Tensor& mask = ctx.input(kMask);
-      INGOT_RETURN_IF_ERROR(mask_strides(mask.shape(), B, S, a));
-      a.mask = mask.raw(), a.mask_dtype = mask.dtype();
-    }
-    a.scale = attrs_.scale, a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
+    INGOT_RETURN_IF_ERROR(mask_of(ctx, B, S, a.mask));
+    a.scale = attrs_.scale;
     a.sm_count = ctx.handles().sm_count;
     a.query_pos = query_pos.data(), a.query_count = int64_t(query_pos.size());
     a.prefetch = ctx.l2_prefetch();
@@ -241,14 +237,7 @@ class AttentionKernel : public CudaKernel {
     AbsorbedQueryArgs a;
     a.x = X.raw(), a.qt = qt, a.bv = bias ? bias + size_t(2 * N) * es : nullptr, a.xbar = xbar, a.cbias = cbias;
     a.B = B, a.S = S, a.E = E, a.H = H, a.D = D, a.pos = pos, a.dtype = t;
-    if (attrs_.mask_kind != AttentionMaskKind::kNone) {
-      AttentionCoreArgs strides;
-      const Tensor& mask = ctx.input(kMask);
-      INGOT_RETURN_IF_ERROR(mask_strides(mask.shape(), B, S, strides));
-      a.mask = mask.raw(), a.mask_dtype = mask.dtype();
-      a.mask_b = strides.mask_b, a.mask_h = strides.mask_h, a.mask_q = strides.mask_q, a.mask_k = strides.mask_k;
-    }
-    a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
+    INGOT_RETURN_IF_ERROR(mask_of(ctx, B, S, a.mask));
     a.max_smem = ctx.handles().max_smem_per_block;
     a.prefetch = ctx.l2_prefetch();
     if (!ctx.handles().skips("Attention.core"))
@@ -299,8 +288,14 @@ class AttentionKernel : public CudaKernel {
   }
 
 
-  // Element strides of the mask broadcast (numpy rules) to [B, heads, S, S]; 0 on broadcast axes.
-  Status mask_strides(const Shape& m, int64_t B, int64_t S, AttentionCoreArgs& a) const {
+  // The op's mask input (if any) and its rules, for either launcher: the element strides of its
+  // broadcast (numpy rules) to [B, heads, S, S], 0 on broadcast axes.
+  Status mask_of(CudaComputeContext& ctx, int64_t B, int64_t S, AttentionMask& a) const {
+    a.filter = attrs_.filter, a.causal = attrs_.causal, a.nan_to_zero = attrs_.nan_to_zero;
+    if (attrs_.mask_kind == AttentionMaskKind::kNone) return Status::ok();
+    const Tensor& mask = ctx.input(kMask);
+    a.data = mask.raw(), a.dtype = mask.dtype();
+    const Shape& m = mask.shape();
     const Shape target{B, attrs_.heads, S, S};
     if (m.size() > 4) return invalid_argument("input 3 (mask) of shape " + shape_str(m) + " has rank above 4");
     Shape m4(4 - m.size(), 1);
@@ -313,7 +308,7 @@ class AttentionKernel : public CudaKernel {
       st[i] = m4[size_t(i)] == 1 ? 0 : acc;
       acc *= m4[size_t(i)];
     }
-    a.mask_b = st[0], a.mask_h = st[1], a.mask_q = st[2], a.mask_k = st[3];
+    a.b = st[0], a.h = st[1], a.q = st[2], a.k = st[3];
     return Status::ok();
   }
 

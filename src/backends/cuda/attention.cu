@@ -854,7 +854,7 @@ cudaError_t launch_single_query(const CoreParams& p, DType dtype, int64_t D, uns
 cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t heads, cudaStream_t stream) {
   if (a.query_count > INT_MAX || a.query_pos == nullptr) return cudaErrorInvalidValue;
   const bool flash = (a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16) && flash_head_dim(a.D) &&
-                     a.mask_q == 0 && a.S <= kMaxStagedKeys && heads <= INT_MAX;
+                     a.mask.q == 0 && a.S <= kMaxStagedKeys && heads <= INT_MAX;
   if (flash) {
     p.query_warps_log2 = 0;
     p.qblocks = 1;
@@ -899,16 +899,16 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
 }  // namespace
 
 cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t stream) {
-  const int mask_type = mask_type_of(a.mask, a.mask_dtype);
+  const int mask_type = mask_type_of(a.mask.data, a.mask.dtype);
   if (mask_type < 0 || a.D <= 0 || a.D > kAttentionMaxHeadDim || a.S > INT_MAX || a.H * a.D > INT_MAX)
     return cudaErrorInvalidValue;
   if (a.B == 0 || a.S == 0) return cudaSuccess;
   CoreParams p{};
   p.qkv = a.qkv, p.context = a.context;
   p.S = int(a.S), p.H = int(a.H), p.D = int(a.D), p.N = int(a.H * a.D), p.key_splits = 1, p.ld = 3 * a.H * a.D;
-  p.mask = a.mask, p.mask_type = mask_type, p.mask_b = a.mask_b, p.mask_h = a.mask_h, p.mask_q = a.mask_q;
-  p.mask_k = a.mask_k, p.scale = a.scale, p.filter = a.filter, p.scale_log2 = a.scale * kLog2e;
-  p.fill = a.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN(), p.causal = a.causal;
+  p.mask = a.mask.data, p.mask_type = mask_type, p.mask_b = a.mask.b, p.mask_h = a.mask.h, p.mask_q = a.mask.q;
+  p.mask_k = a.mask.k, p.scale = a.scale, p.filter = a.mask.filter, p.scale_log2 = a.scale * kLog2e;
+  p.fill = a.mask.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN(), p.causal = a.mask.causal;
   p.rows = p.out_rows = p.S, p.out_row0 = 0, p.query_count = 0;
   p.prefetch = a.prefetch;
   const int64_t heads = a.B * a.H;
@@ -924,7 +924,7 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
     p.qblocks = int((a.S + 16 * warps - 1) / (16 * warps));
     p.query_warps_log2 = warps == 4 ? 2 : warps == 2 ? 1 : 0;
     // Masks that vary by key alone (or none) are staged in shared memory; others are read per score.
-    const bool key_mask = a.mask_q == 0 && a.S <= kMaxStagedKeys;
+    const bool key_mask = a.mask.q == 0 && a.S <= kMaxStagedKeys;
     // Two query blocks per CTA (key-mask path) when all keys fit the two K/V buffers and the
     // halved grid still gives every SM two CTAs (BERT at b32: 384 CTAs of 128 rows, not 768 of 64).
     const int64_t pairs = heads * ((p.qblocks + 1) / 2);

@@ -384,7 +384,7 @@ bool absorbed_query_fits(DType dtype, int64_t S, int64_t E, int64_t H, int64_t D
 }
 
 cudaError_t launch_absorbed_query(const AbsorbedQueryArgs& a, cudaStream_t stream) {
-  const int mask_type = mask_type_of(a.mask, a.mask_dtype);
+  const int mask_type = mask_type_of(a.mask.data, a.mask.dtype);
   if (mask_type < 0 || !absorbed_query_fits(a.dtype, a.S, a.E, a.H, a.D, a.max_smem) || a.pos < 0 || a.pos >= a.S)
     return cudaErrorInvalidValue;
   if (a.B == 0) return cudaSuccess;
@@ -393,9 +393,10 @@ cudaError_t launch_absorbed_query(const AbsorbedQueryArgs& a, cudaStream_t strea
   if (a.B * cluster > INT32_MAX) return cudaErrorInvalidConfiguration;
   p.x = a.x, p.qt = a.qt, p.bv = a.bv, p.xbar = a.xbar, p.cbias = a.cbias;
   p.S = int(a.S), p.E = int(a.E), p.H = int(a.H), p.D = int(a.D), p.N = int(a.H * a.D), p.pos = int(a.pos);
-  p.mask = a.mask, p.mask_type = mask_type, p.mask_b = a.mask_b, p.mask_h = a.mask_h, p.mask_k = a.mask_k;
-  p.mask_at_pos = a.pos * a.mask_q;
-  p.filter = a.filter, p.fill = a.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN(), p.causal = a.causal;
+  p.mask = a.mask.data, p.mask_type = mask_type, p.mask_b = a.mask.b, p.mask_h = a.mask.h, p.mask_k = a.mask.k;
+  p.mask_at_pos = a.pos * a.mask.q;
+  p.filter = a.mask.filter, p.fill = a.mask.nan_to_zero ? 0.f : std::numeric_limits<float>::quiet_NaN();
+  p.causal = a.mask.causal;
   p.prefetch = a.prefetch;
   const size_t smem = smem_bytes(p.tiles, p.E);
   const unsigned grid = unsigned(a.B * cluster);

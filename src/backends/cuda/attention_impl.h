@@ -17,18 +17,25 @@ constexpr int64_t kAttentionMaxHeadDim = 128;
 // Query positions one launch of the query-rows kernel takes (more are launched in chunks).
 constexpr int kAttentionQueryChunk = 16;
 
+// What masks the scores, as both launchers below take it.
+struct AttentionMask {
+  // Read through element strides of its broadcast to [B, H, S, S] (0 on broadcast axes); null:
+  // none. kBool or an integer dtype: zero adds `filter`; a float dtype: added as is.
+  const void* data = nullptr;
+  DType dtype = DType::kBool;
+  int64_t b = 0, h = 0, q = 0, k = 0;
+  float filter = 0.f;
+  bool causal = false;       // no key right of the query
+  bool nan_to_zero = false;  // a row with no key left is 0 (else NaN)
+};
+
 struct AttentionCoreArgs {
   const void* qkv = nullptr;  // [B*S, 3N]: Q | K | V, head h at columns h*D of each
   void* context = nullptr;    // [B*Sq, N]: heads side by side (head h at columns h*D)
   int64_t B = 0, S = 0, H = 0, D = 0;
   DType dtype = DType::kFloat32;  // of qkv and context
-  // Mask, read through element strides of its broadcast to [B, H, S, S] (0 on broadcast axes);
-  // null: none. kBool or an integer dtype: zero adds `filter`; a float dtype: added as is.
-  const void* mask = nullptr;
-  DType mask_dtype = DType::kBool;
-  int64_t mask_b = 0, mask_h = 0, mask_q = 0, mask_k = 0;
-  float scale = 1.f, filter = 0.f;
-  bool causal = false, nan_to_zero = false;
+  AttentionMask mask;
+  float scale = 1.f;
   int sm_count = 1;  // multiprocessors, to size query blocks so small batches fill the GPU
   // ingot.Attention's query_rows: the query positions (in [0, S)) of the Sq = query_count output
   // rows of each batch; query_count 0: every position (Sq = S).
@@ -52,12 +59,7 @@ struct AbsorbedQueryArgs {
   void* cbias = nullptr;     // [B, N] out: b_v (0 without), or fill where the row is undefined
   int64_t B = 0, S = 0, E = 0, H = 0, D = 0, pos = 0;  // pos: the query position, in [0, S)
   DType dtype = DType::kFloat16;
-  // The mask as AttentionCoreArgs has it (strides of its broadcast to [B, H, S, S]).
-  const void* mask = nullptr;
-  DType mask_dtype = DType::kBool;
-  int64_t mask_b = 0, mask_h = 0, mask_q = 0, mask_k = 0;
-  float filter = 0.f;
-  bool causal = false, nan_to_zero = false;
+  AttentionMask mask;
   int max_smem = 0;  // the device's opt-in shared memory per block
   L2Prefetch prefetch;
 };
