@@ -356,6 +356,27 @@ TEST(CudaAttention, HalfPrecisionQueryBlockSizes) {
   }
 }
 
+// With few (batch, head) pairs and head size 64 over 64 or 128 keys, the query blocks of a head
+// share its K and V: CTAs of one 16-row block each, in clusters of eight, each copying an eighth
+// of the key rows into the shared memory of all eight (multicast). Batches after the first read
+// rows past the first sequence; key masks, none with causal, bool masks.
+TEST(CudaAttention, HalfPrecisionMulticastKeysAndValues) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+    for (auto [B, H] : {std::pair<int64_t, int64_t>{1, 12}, {2, 4}, {16, 1}}) {
+      Case c;
+      c.B = B, c.S = 128, c.H = H, c.E = 64 * H, c.M = 64 * H;
+      c.mask_kind = "add", c.mask_shape = {B, 1, 1, 128};
+      run_case(c, dt, tol, tol, padding);
+      c.mask_kind = "none", c.mask_shape = {}, c.causal = true;
+      run_case(c, dt, tol, tol);
+      c.causal = false, c.mask_kind = "bool", c.mask_shape = {B, 1, 1, 128};
+      run_case(c, dt, tol, tol, padding);
+    }
+  }
+}
+
 // At batch 24 (288 heads, at most two key tiles) each CTA computes two query blocks of 64 rows
 // over K/V tiles it loads once (key masks and no mask): full and partial second blocks, causal;
 // a per-score mask at the same shapes keeps one block per CTA.

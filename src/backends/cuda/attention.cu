@@ -5,9 +5,11 @@
 // [B*S, N] (heads side by side), so no transposed copies exist.
 //
 // Two kernels:
-//   flash_kernel<T, D, kKeyMask, kQB, kRows>   float16/bfloat16, D in {32, 64, 80, 96, 128}: tensor cores
-//                        (mma.sync m16n8k16, fp32 accumulators; operands through ldmatrix from
-//                        shared memory filled by cp.async). Each warp owns 16 query rows.
+//   flash_kernel<T, D, kKeyMask, kQB, kRows, kCluster>   float16/bfloat16, D in {32, 64, 80, 96, 128}:
+//                        tensor cores (mma.sync m16n8k16, fp32 accumulators; operands through
+//                        ldmatrix from shared memory filled by cp.async, or K and V by the copy
+//                        engine's multicast to a cluster of kCluster query blocks). Each warp owns
+//                        16 query rows.
 //                        kKeyMask: the mask varies by key alone (BERT's padding mask) or is
 //                        absent; the CTA stages it once as fp32 in shared memory, with -inf past
 //                        S, so a score costs one FMA. Otherwise each score reads its own mask
@@ -36,13 +38,17 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 #include "backends/cuda/attention_device.cuh"
 #include "backends/cuda/attention_impl.h"
+#include "backends/cuda/bulk_copy.cuh"
 #include "backends/cuda/cuda_common.cuh"
+#include "backends/cuda/cuda_tensor_map.h"
 #include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/mma_sync.cuh"
@@ -144,6 +150,20 @@ __device__ __forceinline__ float mask_from_raw(const CoreParams& p, uint2 r) {
 // alternating A/B: DistilBERT b32 0.7088/0.7073 against 0.7273/0.7183 ms before, BERT-base b32
 // 1.498 against 1.508-1.533). The key mask's first element a thread stages is requested before
 // the copies (mask_raw) for the same reason.
+// K and V by multicast (kCluster 8, the b1 shape: W 1, KS 2, one round, D 64, S 64 or 128). A
+// multiprocessor takes in about 25 KB/µs from L2 (developer session 22), and each CTA of the
+// one-round path reads its head's whole K and V (32 KB at s128): in BERT-base b1's graph, stamps
+// of %globaltimer put Q and K in shared memory 2.8-3.1 µs after the wait for the QKV product and
+// the kernel's end 3.9-4.0 µs after it (developer session 26). So the 8 query blocks of a head form
+// a cluster, and each CTA asks the copy engine for an eighth of the K and V rows once, into the
+// shared memory of all eight (cp.async.bulk.tensor ... multicast::cluster, boxes of D + 8 columns
+// so they land in the padded rows ldmatrix reads; the 8 columns past a head are never read, and
+// past the last V column the copy engine fills zeros). Each CTA's two barriers (K, V) expect every
+// tile's bytes and are armed before a cluster barrier, both before the wait for the kernel before.
+// H100, alternating A/B (INGOT_CUDA_FLASH_MULTICAST=0, GPU compute median of 300 runs, ms, on /
+// off): DistilBERT b1 0.1796 / 0.1837, 0.1794 / 0.1827, 0.1783 / 0.1834; BERT-base b1 0.3552 /
+// 0.3614, 0.3567 / 0.3646, 0.3533 / 0.3627 and 0.3552 / 0.3646, 0.3555 / 0.3630, 0.3551 / 0.3625;
+// DistilGPT2 b1 (causal) 0.2579 / 0.2594, 0.2585 / 0.2577, 0.2596 / 0.2631.
 // Shared memory: (16·W·QB + 256·KS) rows of D + 8 halves (QB query blocks per CTA; W·KS ≤ 4,
 // KS ≤ 2, QB = 2 only with W 4, KS 1): 46 KB at D 64, W 4, KS 1 (55 KB with QB 2); 148 KB at most
 // (D 128, W 2, KS 2); plus 4 bytes a key (S rounded up to a tile, at most kMaxStagedKeys) on the
@@ -245,13 +265,15 @@ __device__ __forceinline__ void load_query_rows(uint16_t* dst, const uint16_t* s
   }
 }
 
-template <class T, int D, bool kKeyMask, int kQB, bool kRows>
-__global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
+template <class T, int D, bool kKeyMask, int kQB, bool kRows, int kCluster>
+__global__ void __launch_bounds__(128) flash_kernel(CoreParams p, const __grid_constant__ CUtensorMap kv_map) {
   static_assert(!kRows || (kKeyMask && kQB == 1), "query rows run on the key-mask path, one block per CTA");
+  static_assert(kCluster == 1 || (kKeyMask && kQB == 1 && !kRows), "K/V multicast: the one-round key-mask path");
+  constexpr bool kMulticast = kCluster > 1;
   constexpr int kStride = D + 8;  // (D/8 + 1) 16-byte chunks per row, an odd count: ldmatrix's 8 rows hit 8 distinct bank groups
   constexpr int kKSteps = D / 16, kDTiles = D / 8;
   constexpr int kTileElems = kKeyTile * kStride;
-  extern __shared__ __align__(16) uint16_t smem[];
+  extern __shared__ __align__(128) uint16_t smem[];  // 128: the copy engine's boxes land in it
 
   // Grid: x = batch · heads + head, y = query block (a pair with kQB 2). Powers of two and one
   // division by H keep the integer work before the first load short (a division is ~20
@@ -269,6 +291,20 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
   const int blocks = QB == 1 ? 1 : min(QB, (S - first_q0 + rows_per_cta - 1) / rows_per_cta);
   const uint16_t* base = static_cast<const uint16_t*>(p.qkv) + int64_t(b) * S * p.ld;
   const int qcol = h * D, kcol = p.N + h * D, vcol = 2 * p.N + h * D;
+  // Multicast: K's and V's barriers, armed for every tile's bytes, in every CTA of the cluster
+  // before any of them copies (constant work: before the wait for the kernel before).
+  __shared__ __align__(8) uint64_t kv_bars[kMulticast ? 2 : 1];
+  if constexpr (kMulticast) {
+    if (threadIdx.x == 0) {
+      const uint32_t bytes = uint32_t((S + kKeyTile - 1) / kKeyTile * kKeyTile * kStride * 2);
+      mbar_init(smem_addr(&kv_bars[0]));
+      mbar_init(smem_addr(&kv_bars[1]));
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      mbar_expect_tx(smem_addr(&kv_bars[0]), bytes);
+      mbar_expect_tx(smem_addr(&kv_bars[1]), bytes);
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+  }
   wait_prior_grids();
   allow_dependent_grids();
 
@@ -316,6 +352,22 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
     if (blocks > 1)
       load_tile<D>(qs + rows_per_cta * kStride, base, p.ld, qcol, first_q0 + rows_per_cta, rows_per_cta, S);
     cp_async_commit();
+  } else if (kMulticast) {
+    // This CTA's Q; and its 1/kCluster of the keys' K and V rows, copied into the shared memory
+    // of every CTA of the cluster (the query blocks of one head) at once.
+    load_tile<D>(qs, base, p.ld, qcol, first_q0, rows_per_cta, S);
+    cp_async_commit();
+    if (threadIdx.x == 0) {
+      uint32_t rank;
+      asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+      // Every tile of the sequence (not `tiles`, which causal shortens per query block): the
+      // cluster's CTAs copy for each other.
+      const int slice = (S + kKeyTile - 1) / kKeyTile * kKeyTile / kCluster, r0 = int(rank) * slice;
+      uint16_t* dst = kv_buf + (r0 / kKeyTile) * 2 * kTileElems + (r0 % kKeyTile) * kStride;
+      const uint16_t everyone = uint16_t((1u << kCluster) - 1);
+      tensor_copy_multicast(smem_addr(dst), &kv_map, kcol, b * S + r0, smem_addr(&kv_bars[0]), everyone);
+      tensor_copy_multicast(smem_addr(dst + kTileElems), &kv_map, vcol, b * S + r0, smem_addr(&kv_bars[1]), everyone);
+    }
   } else if (split_kv) {
     if constexpr (kRows) load_query_rows<D>(qs, base, p.ld, qcol, p);
     else load_tile<D>(qs, base, p.ld, qcol, first_q0, rows_per_cta, S);
@@ -412,6 +464,10 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
         // Block 0: its Q and this round's K (groups 1 and 3). Block 1: its Q, the last group.
         if (blk == 0) wait_staged(round == 0 ? 4 : 2);
         else if (round == 0) wait_staged(0);
+      } else if constexpr (kMulticast) {
+        cp_async_wait<0>();  // Q
+        __syncthreads();     // Q and the key mask are in shared memory
+        mbar_wait(smem_addr(&kv_bars[0]));  // K, from every CTA of the cluster
       } else {
         cp_async_wait<1>();  // all but the newest group
         __syncthreads();  // round `round` (and, the first time, Q and the key mask) is in shared memory
@@ -502,7 +558,8 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p) {
         }
       }
       if (kStaged && blk == 0) wait_staged(round == 0 ? 3 : 1);  // this round's V (groups 2 and 4)
-      if (split_kv) wait_staged(0);
+      if constexpr (kMulticast) mbar_wait(smem_addr(&kv_bars[1]));  // V
+      else if (split_kv) wait_staged(0);
       if (active) {
 #pragma unroll
         for (int k = 0; k < kKeyTile / 16; ++k)
@@ -789,36 +846,46 @@ constexpr size_t flash_smem_bytes(int D, int query_warps, int key_splits, int st
   return size_t(flash_smem_rows(query_warps, key_splits)) * size_t(D + 8) * 2 + size_t(staged_keys) * 4;
 }
 
-// Launches flash_kernel<T, D, kKeyMask, kQB, kRows> with its dynamic shared memory; the first launch of each
-// instantiation raises the kernel's limit to the largest block's need (above the 48 KB default
-// at D 128; a function attribute, not a stream operation, so also fine during graph capture).
-template <class T, int D, bool kKeyMask, int kQB, bool kRows>
-cudaError_t launch_flash_d(const CoreParams& p, int query_warps, dim3 grid, cudaStream_t stream) {
+// Launches flash_kernel<T, D, kKeyMask, kQB, kRows, kCluster> with its dynamic shared memory; the
+// first launch of each instantiation raises the kernel's limit to the largest block's need (above
+// the 48 KB default at D 128; a function attribute, not a stream operation, so also fine during
+// graph capture). kCluster > 1: clusters of that many query blocks along y, K/V by kv_map.
+template <class T, int D, bool kKeyMask, int kQB, bool kRows, int kCluster = 1>
+cudaError_t launch_flash_d(const CoreParams& p, int query_warps, dim3 grid, cudaStream_t stream,
+                           const CUtensorMap& kv_map) {
   // The largest block launched: W·KS ≤ 4 warps with KS ≤ 2 (W 2, KS 2); two query blocks of
   // W 4 (KS 1) need fewer rows.
-  static const cudaError_t raised =
-      cudaFuncSetAttribute(flash_kernel<T, D, kKeyMask, kQB, kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           int(flash_smem_bytes(D, 2, kMaxKeySplits, kKeyMask ? kMaxStagedKeys : 0)));
+  auto* kernel = flash_kernel<T, D, kKeyMask, kQB, kRows, kCluster>;
+  static const cudaError_t raised = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(flash_smem_bytes(D, 2, kMaxKeySplits, kKeyMask ? kMaxStagedKeys : 0)));
   if (raised != cudaSuccess) return raised;
   const int staged = kKeyMask ? (p.S + kKeyTile - 1) / kKeyTile * kKeyTile : 0;
   const size_t smem = flash_smem_bytes(D, query_warps * kQB, p.key_splits, staged);
-  return launch_dependent(flash_kernel<T, D, kKeyMask, kQB, kRows>, grid, unsigned(32 * query_warps * p.key_splits),
-                          smem, stream, p);
+  return launch_dependent_clusters(kernel, grid, dim3(unsigned(32 * query_warps * p.key_splits)), smem, stream,
+                                   dim3(1, unsigned(kCluster), 1), p, kv_map);
 }
 
 // Which flash_kernel instantiation a launch takes.
-enum class FlashVariant { kScoreMask, kKeyMask, kKeyMaskTwoBlocks, kKeyMaskRows };
+enum class FlashVariant { kScoreMask, kKeyMask, kKeyMaskTwoBlocks, kKeyMaskRows, kKeyMaskMulticast };
+
+// Query blocks of a head that share its K and V by multicast (FlashVariant::kKeyMaskMulticast).
+constexpr int kFlashCluster = 8;
 
 template <class T>
 cudaError_t launch_flash(const CoreParams& p, int64_t D, FlashVariant v, int query_warps, dim3 grid,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, const CUtensorMap& kv_map = CUtensorMap{}) {
   auto go = [&](auto d) {
     constexpr int kD = decltype(d)::value;
     switch (v) {
-      case FlashVariant::kScoreMask: return launch_flash_d<T, kD, false, 1, false>(p, query_warps, grid, stream);
-      case FlashVariant::kKeyMask: return launch_flash_d<T, kD, true, 1, false>(p, query_warps, grid, stream);
-      case FlashVariant::kKeyMaskTwoBlocks: return launch_flash_d<T, kD, true, 2, false>(p, query_warps, grid, stream);
-      case FlashVariant::kKeyMaskRows: return launch_flash_d<T, kD, true, 1, true>(p, query_warps, grid, stream);
+      case FlashVariant::kScoreMask: return launch_flash_d<T, kD, false, 1, false>(p, query_warps, grid, stream, kv_map);
+      case FlashVariant::kKeyMask: return launch_flash_d<T, kD, true, 1, false>(p, query_warps, grid, stream, kv_map);
+      case FlashVariant::kKeyMaskTwoBlocks:
+        return launch_flash_d<T, kD, true, 2, false>(p, query_warps, grid, stream, kv_map);
+      case FlashVariant::kKeyMaskRows: return launch_flash_d<T, kD, true, 1, true>(p, query_warps, grid, stream, kv_map);
+      case FlashVariant::kKeyMaskMulticast:
+        if constexpr (kD == 64)
+          return launch_flash_d<T, kD, true, 1, false, kFlashCluster>(p, query_warps, grid, stream, kv_map);
+        return cudaErrorInvalidValue;
     }
     return cudaErrorInvalidValue;
   };
@@ -898,6 +965,12 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
 
 }  // namespace
 
+// INGOT_CUDA_FLASH_MULTICAST=0 turns the multicast of K and V off (an A/B switch).
+bool flash_multicast_enabled() {
+  const char* e = std::getenv("INGOT_CUDA_FLASH_MULTICAST");
+  return !(e && std::string(e) == "0");
+}
+
 cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t stream) {
   const int mask_type = mask_type_of(a.mask.data, a.mask.dtype);
   if (mask_type < 0 || a.D <= 0 || a.D > kAttentionMaxHeadDim || a.S > INT_MAX || a.H * a.D > INT_MAX)
@@ -933,11 +1006,19 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
     const int64_t grid_y = (p.qblocks + per_cta - 1) / per_cta;
     if (grid_y > 65535) return cudaErrorInvalidConfiguration;  // S up to 1M
     const dim3 grid{unsigned(heads), unsigned(grid_y)};
-    const FlashVariant v = !key_mask ? FlashVariant::kScoreMask
-                           : per_cta == 2 ? FlashVariant::kKeyMaskTwoBlocks
-                                          : FlashVariant::kKeyMask;
-    return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, v, warps, grid, stream)
-                                      : launch_flash<__nv_bfloat16>(p, a.D, v, warps, grid, stream);
+    FlashVariant v = !key_mask ? FlashVariant::kScoreMask
+                     : per_cta == 2 ? FlashVariant::kKeyMaskTwoBlocks
+                                    : FlashVariant::kKeyMask;
+    // Multicast (see "K and V by multicast" above): one round of whole key tiles, query blocks in
+    // clusters of kFlashCluster.
+    CUtensorMap kv_map{};
+    const int slice = int(key_tiles * kKeyTile / kFlashCluster);
+    if (v == FlashVariant::kKeyMask && a.D == 64 && key_tiles <= p.key_splits && a.S == key_tiles * kKeyTile &&
+        grid_y % kFlashCluster == 0 && a.B * a.S <= INT32_MAX && flash_multicast_enabled() &&
+        encode_tensor_map(&kv_map, a.dtype, a.qkv, a.B * a.S, 3 * a.H * a.D, 3 * a.H * a.D, slice, int(a.D) + 8, false))
+      v = FlashVariant::kKeyMaskMulticast;
+    return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, v, warps, grid, stream, kv_map)
+                                      : launch_flash<__nv_bfloat16>(p, a.D, v, warps, grid, stream, kv_map);
   }
   if (blocks(kGenericRows) > INT_MAX) return cudaErrorInvalidConfiguration;
   p.qblocks = int((a.S + kGenericRows - 1) / kGenericRows);

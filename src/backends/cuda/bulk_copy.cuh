@@ -44,4 +44,15 @@ __device__ __forceinline__ void tensor_copy(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
+// The same box into shared memory at dst of every CTA of the cluster in cta_mask, completing on
+// the mbarrier at the same offset in each (attention.cu: a head's K and V for all its query blocks).
+__device__ __forceinline__ void tensor_copy_multicast(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar,
+                                                      uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar), "h"(cta_mask)
+      : "memory");
+}
+
 }  // namespace ingot::cuda
