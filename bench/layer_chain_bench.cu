@@ -110,7 +110,7 @@ int main() {
   auto layer_norm = [&](const void* in, const void* gamma, const void* beta, void* out, L2Prefetch next) {
     RowNormLaunch n;
     n.dtype = n.param_dtype = ingot::DType::kFloat16;
-    n.x = in, n.gamma = gamma, n.beta = beta, n.y = out;
+    n.x = in, n.gamma = gamma, n.beta = beta, n.y = out, n.params_constant = true;
     n.rows = n.x_period = kRows, n.d = kHidden, n.epsilon = 1e-12f, n.sm_count = h.sm_count;
     n.prefetch = next;
     CK(launch_row_norm(n, s));

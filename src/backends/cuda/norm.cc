@@ -140,6 +140,7 @@ class LayerNormKernel : public CudaKernel {
       }
       a.param_dtype = DType::kFloat32;
     }
+    a.params_constant = !expand && ctx.host_value(1) && (!ctx.has_input(2) || ctx.host_value(2));
     a.prefetch = ctx.l2_prefetch();
     INGOT_CUDA_RETURN_IF_ERROR(launch_row_norm(a, ctx.stream()));
     return Status::ok();
@@ -239,6 +240,7 @@ class SkipLayerNormKernel : public CudaKernel {
       }
       a.param_dtype = DType::kFloat32;
     }
+    a.params_constant = !expand && ctx.host_value(2) && (!ctx.has_input(3) || ctx.host_value(3));
     a.prefetch = ctx.l2_prefetch();
     INGOT_CUDA_RETURN_IF_ERROR(launch_row_norm(a, ctx.stream()));
     return Status::ok();

@@ -23,6 +23,9 @@ struct RowNormLaunch {
   const void* bias = nullptr;   // [d] or null
   const void* gamma = nullptr;  // [d]
   const void* beta = nullptr;   // [d] or null (zero)
+  // gamma and beta are constants of the plan (never written while it runs): the kernel may read
+  // them before it waits for the kernel before (cuda_dependent_launch.h).
+  bool params_constant = false;
   void* y = nullptr;
   void* sum = nullptr;      // s, or null (SkipLayerNorm's optional output 1)
   void* mean = nullptr;     // [rows] or null (LayerNormalization's optional outputs)

@@ -77,21 +77,37 @@ __device__ __forceinline__ void load_params(const RowNormLaunch& a, int64_t k, f
 
 // Rows held in registers: thread t of a row owns vectors t, t + tpr, ..., t + (N-1)·tpr.
 // kWarp: one warp per row (blockDim.x / 32 rows per block); else one block per row.
-// kParamsFirst: gamma/beta are loaded with the row, before the reductions, so their memory
-// latency overlaps the row's instead of following the reductions: for launches of few rows,
-// which are latency-bound (batch 1: 128 rows of 768 in 4.5 us, ~0.6 MB); with many rows the
-// registers they hold cost occupancy (see the top of the file).
+// kParamsFirst: gamma/beta are loaded once, before the row (and before the wait for the kernel
+// before when they are constants), so their memory latency does not follow the reductions: for
+// launches of few rows, which are latency-bound (batch 1: 128 rows of 768 in 4.5 us, ~0.6 MB);
+// with many rows the registers they hold cost occupancy (see the top of the file). Before the
+// wait rather than with the row (H100, developer session 26, alternating A/B, GPU compute median
+// of 300 runs, ms, before / with): DistilBERT b1 0.1724 / 0.1755, 0.1736 / 0.1752, 0.1727 /
+// 0.1760, 0.1716 / 0.1759; BERT-base b1 0.3387 / 0.3452, 0.3395 / 0.3475, 0.3390 / 0.3479,
+// 0.3388 / 0.3478: the loads of the row are the only ones left after the product it waits for.
 template <class T, class P, int V, int N, bool kSkip, bool kWarp, bool kParamsFirst = false>
 __global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) row_norm_cached(const RowNormLaunch a) {
+  const int tpr = kWarp ? 32 : int(blockDim.x);
+  const int t = kWarp ? int(threadIdx.x & 31) : int(threadIdx.x);
+  const int nv = int(a.d / V);
+  // kParamsFirst: gamma/beta (the same for every row) once, before the wait for the kernel before
+  // when they are constants of the plan.
+  float g[kParamsFirst ? N : 1][V], b[kParamsFirst ? N : 1][V];
+  auto load_row_params = [&] {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (i * tpr + t < nv) load_params<P, V>(a, int64_t(i * tpr + t) * V, g[i], b[i]);
+  };
+  if constexpr (kParamsFirst)
+    if (a.params_constant) load_row_params();
   wait_prior_grids();
   allow_dependent_grids();
   issue_l2_prefetch(a.prefetch);
-  const int tpr = kWarp ? 32 : int(blockDim.x);
-  const int t = kWarp ? int(threadIdx.x & 31) : int(threadIdx.x);
+  if constexpr (kParamsFirst)
+    if (!a.params_constant) load_row_params();
   const int rows_per_block = kWarp ? int(blockDim.x >> 5) : 1;
   const int64_t first = int64_t(blockIdx.x) * rows_per_block + (kWarp ? int(threadIdx.x >> 5) : 0);
   const int64_t step = int64_t(gridDim.x) * rows_per_block;
-  const int nv = int(a.d / V);
   const float d = float(a.d);
 
   for (int64_t r = first; r < a.rows; r += step) {
@@ -101,14 +117,12 @@ __global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) r
     const int64_t so = kSkip ? (a.skip_period == a.rows ? r : r % a.skip_period) * a.d : 0;
     const int64_t yo = r * a.d;
     float v[N][V];
-    float g[kParamsFirst ? N : 1][V], b[kParamsFirst ? N : 1][V];
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       const int c = i * tpr + t;
       if (c < nv) {
         load_input<T, P, V, kSkip>(a, xo, so, int64_t(c) * V, v[i]);
-        if constexpr (kParamsFirst) load_params<P, V>(a, int64_t(c) * V, g[i], b[i]);
 #pragma unroll
         for (int j = 0; j < V; ++j) s += v[i][j];
       }
