@@ -20,7 +20,8 @@
 // had been read, continuing where the kernel before stopped (every product's weights asked for
 // ahead): BERT-base b1 0.380-0.386 ms without, 0.385-0.392 / 0.385-0.402 / 0.391-0.402 /
 // 0.397-0.400 with; DistilBERT b1 0.193-0.197 without, 0.191-0.193 at 4 MB, slower beyond;
-// DistilGPT2 b1 slower from 8 MB; ResNet-50 b1 unchanged.
+// DistilGPT2 b1 slower from 8 MB; ResNet-50 b1 unchanged. Issued after the LayerNorms' and the
+// embedding's first loads instead of before them: no difference (session 26).
 //
 // INGOT_CUDA_L2_PREFETCH=0 (when a plan is made) turns it off: an A/B switch.
 #pragma once

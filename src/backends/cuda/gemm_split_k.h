@@ -28,6 +28,9 @@
 // out-projection 9.8-10.1 against 7.6-7.9; in bench/layer_chain_bench 32.1-32.2 us a layer against
 // 28.9-30.1. Sharing A between two column tiles by TMA multicast (clusters S x 2) and tiles of two
 // 64-column W panels (2 x W through L2 instead of 3 x W) were each slower still (33.3-34.1 us).
+// Session 26: offered to the graph tuning as one more candidate per product (clusters of up to
+// 8, FFN 2 included), it was 0.7-2.5 us a product slower than cuBLASLt's best inside BERT-base
+// b1's graph and chosen nowhere.
 #pragma once
 
 #include <cuda_runtime.h>
