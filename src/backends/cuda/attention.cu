@@ -965,10 +965,15 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
 
 }  // namespace
 
-// INGOT_CUDA_FLASH_MULTICAST=0 turns the multicast of K and V off (an A/B switch).
+// The multicast of K and V on devices of compute capability 9.x, where it was measured (ptxas
+// warns that the instruction may be much slower on later architectures, which run the compute_90
+// PTX); INGOT_CUDA_FLASH_MULTICAST=0 turns it off (an A/B switch).
 bool flash_multicast_enabled() {
   const char* e = std::getenv("INGOT_CUDA_FLASH_MULTICAST");
-  return !(e && std::string(e) == "0");
+  if (e && std::string(e) == "0") return false;
+  int dev = 0, major = 0;
+  return cudaGetDevice(&dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major == 9;
 }
 
 cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t stream) {
