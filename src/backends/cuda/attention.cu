@@ -38,8 +38,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -150,7 +150,7 @@ __device__ __forceinline__ float mask_from_raw(const CoreParams& p, uint2 r) {
 // alternating A/B: DistilBERT b32 0.7088/0.7073 against 0.7273/0.7183 ms before, BERT-base b32
 // 1.498 against 1.508-1.533). The key mask's first element a thread stages is requested before
 // the copies (mask_raw) for the same reason.
-// K and V by multicast (kCluster 8, the b1 shape: W 1, KS 2, one round, D 64, S 64 or 128). A
+// K and V by multicast (kCluster 8, the b1 shape: W 1, KS 2, one round, D 64, S 128). A
 // multiprocessor takes in about 25 KB/µs from L2 (developer session 22), and each CTA of the
 // one-round path reads its head's whole K and V (32 KB at s128): in BERT-base b1's graph, stamps
 // of %globaltimer put Q and K in shared memory 2.8-3.1 µs after the wait for the QKV product and
