@@ -183,10 +183,19 @@ class AttentionKernel : public CudaKernel {
     INGOT_RETURN_IF_ERROR(mask_of(ctx, B, S, a.mask));
     a.scale = attrs_.scale;
     a.sm_count = ctx.handles().sm_count;
+    a.multicast = flash_multicast_enabled(ctx.handles());
     a.query_pos = query_pos.data(), a.query_count = int64_t(query_pos.size());
     a.prefetch = ctx.l2_prefetch();
     if (ctx.handles().skips("Attention.core")) return Status::ok();
     return cuda_status(launch_attention_core(a, ctx.stream()), "attention core");
+  }
+
+  // The flash kernel's multicast of K and V (attention.cu): on compute capability 9.x, where it
+  // was measured (ptxas warns that the instruction may be much slower on later architectures,
+  // which run the compute_90 PTX). INGOT_CUDA_FLASH_MULTICAST=0: never (an A/B switch).
+  static bool flash_multicast_enabled(const CudaHandles& h) {
+    if (const char* e = std::getenv("INGOT_CUDA_FLASH_MULTICAST"); e && std::string(e) == "0") return false;
+    return h.cc_major == 9;
   }
 
   // Whether a one-query attention takes the absorbed path (AbsorbedQueryArgs, attention_impl.h):

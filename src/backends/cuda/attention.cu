@@ -4,7 +4,7 @@
 // read straight out of the QKV projection [B*S, 3N] and the context is written straight into
 // [B*S, N] (heads side by side), so no transposed copies exist.
 //
-// Two kernels:
+// Three kernels (and attention_absorbed.cu's for one query with the keys absorbed):
 //   flash_kernel<T, D, kKeyMask, kQB, kRows, kCluster>   float16/bfloat16, D in {32, 64, 80, 96, 128}:
 //                        tensor cores (mma.sync m16n8k16, fp32 accumulators; operands through
 //                        ldmatrix from shared memory filled by cp.async, or K and V by the copy
@@ -39,9 +39,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
-#include <string>
 #include <type_traits>
 
 #include "backends/cuda/attention_device.cuh"
@@ -965,17 +963,6 @@ cudaError_t launch_query_rows(const AttentionCoreArgs& a, CoreParams p, int64_t 
 
 }  // namespace
 
-// The multicast of K and V on devices of compute capability 9.x, where it was measured (ptxas
-// warns that the instruction may be much slower on later architectures, which run the compute_90
-// PTX); INGOT_CUDA_FLASH_MULTICAST=0 turns it off (an A/B switch).
-bool flash_multicast_enabled() {
-  const char* e = std::getenv("INGOT_CUDA_FLASH_MULTICAST");
-  if (e && std::string(e) == "0") return false;
-  int dev = 0, major = 0;
-  return cudaGetDevice(&dev) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major == 9;
-}
-
 cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t stream) {
   const int mask_type = mask_type_of(a.mask.data, a.mask.dtype);
   if (mask_type < 0 || a.D <= 0 || a.D > kAttentionMaxHeadDim || a.S > INT_MAX || a.H * a.D > INT_MAX)
@@ -1019,7 +1006,7 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
     CUtensorMap kv_map{};
     const int slice = int(key_tiles * kKeyTile / kFlashCluster);
     if (v == FlashVariant::kKeyMask && a.D == 64 && key_tiles <= p.key_splits && a.S == key_tiles * kKeyTile &&
-        grid_y % kFlashCluster == 0 && a.B * a.S <= INT32_MAX && flash_multicast_enabled() &&
+        grid_y % kFlashCluster == 0 && a.B * a.S <= INT32_MAX && a.multicast &&
         encode_tensor_map(&kv_map, a.dtype, a.qkv, a.B * a.S, 3 * a.H * a.D, 3 * a.H * a.D, slice, int(a.D) + 8, false))
       v = FlashVariant::kKeyMaskMulticast;
     return a.dtype == DType::kFloat16 ? launch_flash<__half>(p, a.D, v, warps, grid, stream, kv_map)

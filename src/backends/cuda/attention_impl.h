@@ -36,7 +36,10 @@ struct AttentionCoreArgs {
   DType dtype = DType::kFloat32;  // of qkv and context
   AttentionMask mask;
   float scale = 1.f;
-  int sm_count = 1;  // multiprocessors, to size query blocks so small batches fill the GPU
+  int sm_count = 1;
+  // At batch 1, the query blocks of a head share its K and V by the copy engine's multicast where
+  // the shape allows (attention.cu says which).
+  bool multicast = false;  // multiprocessors, to size query blocks so small batches fill the GPU
   // ingot.Attention's query_rows: the query positions (in [0, S)) of the Sq = query_count output
   // rows of each batch; query_count 0: every position (Sq = S).
   const int64_t* query_pos = nullptr;

@@ -153,6 +153,7 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(const CudaExecutor& e
   INGOT_CUDNN_RETURN_IF_ERROR(cudnnSetStream(c->handles_.cudnn, c->handles_.stream));
   c->handles_.sm_count = ex.sm_count();
   c->handles_.max_smem_per_block = ex.max_smem_per_block();
+  c->handles_.cc_major = ex.cc_major();
   c->handles_.allow_tf32 = ex.options().allow_tf32;
   auto counter = DeviceBuffer::allocate(sizeof(unsigned));
   if (!counter) return counter.status().with_context("grid counter: ");

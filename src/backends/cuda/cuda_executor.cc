@@ -49,6 +49,7 @@ Status CudaExecutor::load(const std::map<std::string, int64_t>& opsets) {
   INGOT_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, 0));
   sm_count_ = prop.multiProcessorCount;
   max_smem_per_block_ = int(prop.sharedMemPerBlockOptin);
+  cc_major_ = prop.major;
   l2_bytes_ = prop.l2CacheSize;
 
   auto shapes = GraphExecutor::create(graph_, opsets, "cpu", /*prepare_constants=*/false);

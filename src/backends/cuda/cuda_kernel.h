@@ -53,6 +53,7 @@ struct CudaHandles {
   cudnnHandle_t cudnn = nullptr;  // bound to `stream`
   int sm_count = 0;               // multiprocessors of the device
   int max_smem_per_block = 0;     // shared memory a block may opt in to (bytes)
+  int cc_major = 0;               // the device's compute capability, major
   bool allow_tf32 = false;
   // One word of device memory per context, zero between kernels: a kernel whose last CTA to
   // finish does the final step counts finished CTAs in it and sets it back to zero before it

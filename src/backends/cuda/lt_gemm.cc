@@ -83,7 +83,7 @@ struct GemmPlan {
   cublasLtMatrixLayout_t c_in = nullptr;  // C when its leading dimension differs from D's, else null
   cublasLtMatrixLayout_t c_layout() const { return c_in ? c_in : c; }
   cublasLtMatmulAlgo_t algo{};
-  std::mutex mutex;
+  mutable std::mutex mutex;
   std::vector<cublasLtMatmulAlgo_t> ranked;  // the fastest trials first (at most kGraphTuneCandidates)
   int chosen = 0;                            // index into ranked of `algo`
   bool graph_tuned = false;                  // decided inside a captured graph already
@@ -490,7 +490,7 @@ GemmTuneRecorder::GemmTuneRecorder() : saved_(recorded_plans) { recorded_plans =
 GemmTuneRecorder::~GemmTuneRecorder() { recorded_plans = saved_; }
 
 int gemm_choices(const GemmPlan* p) {
-  std::lock_guard<std::mutex> lock(const_cast<GemmPlan*>(p)->mutex);
+  std::lock_guard<std::mutex> lock(p->mutex);
   return p->graph_tuned ? 1 : int(p->ranked.size());
 }
 
@@ -502,7 +502,7 @@ void set_gemm_choice(GemmPlan* p, int i) {
 }
 
 int gemm_choice(const GemmPlan* p) {
-  std::lock_guard<std::mutex> lock(const_cast<GemmPlan*>(p)->mutex);
+  std::lock_guard<std::mutex> lock(p->mutex);
   return p->chosen;
 }
 
