@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <string>
@@ -377,11 +378,32 @@ TEST(CudaAttention, HalfPrecisionMulticastKeysAndValues) {
   }
 }
 
+// Sets an environment variable for a scope (null: unset), restoring what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) had_ = true, saved_ = old;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) ::setenv(name_, saved_.c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string saved_;
+};
+
 // At batch 24 (288 heads, at most two key tiles) each CTA computes two query blocks of 64 rows
 // over K/V tiles it loads once (key masks and no mask): full and partial second blocks, causal;
-// a per-score mask at the same shapes keeps one block per CTA.
+// a per-score mask at the same shapes keeps one block per CTA. The wgmma kernel (next test),
+// which takes the key-mask shapes on an H100, is switched off.
 TEST(CudaAttention, HalfPrecisionTwoQueryBlocksPerCta) {
   INGOT_REQUIRE_GPU();
+  const ScopedEnv no_wgmma("INGOT_CUDA_FLASH_WGMMA", "0");
   const int64_t B = 24;
   for (int64_t S : {128, 100, 70}) {
     Case c;
@@ -391,6 +413,47 @@ TEST(CudaAttention, HalfPrecisionTwoQueryBlocksPerCta) {
     run_case(c, DType::kBFloat16, kBf16Tol, kBf16Tol, padding);
     c.mask_kind = "none", c.causal = true, c.out_proj = false;
     run_case(c, DType::kFloat16, kHalfTol, kHalfTol);
+  }
+}
+
+// Many heads of 64 over 64 to 256 keys (S a multiple of 64) with a key mask or none: on compute
+// capability 9.0, the wgmma kernel (a warpgroup per 64 query rows, the key tiles of a head
+// multicast to its cluster of query blocks). Padding that leaves one key (S 64, late batches),
+// keys only in the last tiles (the first tiles' rows all -inf), bool masks, int64 masks by head, a batch
+// with every key masked (NaN rows, or 0 with nan_to_zero), a NaN mask value; the same cases
+// with the kernel switched off.
+TEST(CudaAttention, HalfPrecisionWgmmaCore) {
+  INGOT_REQUIRE_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto late_keys = [](int64_t idx, const Shape& s) { return key_of(idx, s) >= s.back() / 2 + 3; };
+  auto batch_2_masked = [](int64_t idx, const Shape& s) { return batch_of(idx, s) != 2 && padding(idx, s); };
+  auto nan_at = [](int64_t idx, const Shape& s) { return !(batch_of(idx, s) == 1 && key_of(idx, s) == 5); };
+  for (const char* wgmma : {"1", "0"}) {
+    const ScopedEnv env("INGOT_CUDA_FLASH_WGMMA", wgmma);
+    for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+      const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+      for (int64_t S : {64, 128, 192, 256}) {
+        if (std::string(wgmma) == "0" && S != 128) continue;
+        Case c;
+        c.B = 24, c.S = S, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {24, 1, 1, S};
+        SCOPED_TRACE(std::string("INGOT_CUDA_FLASH_WGMMA=") + wgmma);
+        run_case(c, dt, tol, tol, padding);
+        run_case(c, dt, tol, tol, late_keys);
+        c.mask_kind = "bool";
+        run_case(c, dt, tol, tol, padding);
+        c.int_mask = DType::kInt64, c.mask_shape = {24, 12, 1, S}, c.out_proj = false;  // by head too
+        run_case(c, dt, tol, tol, padding);
+        c.int_mask = DType::kUndefined, c.mask_kind = "none", c.mask_shape = {}, c.biases = false;
+        run_case(c, dt, tol, tol);
+        if (S != 128) continue;
+        c.mask_kind = "add", c.mask_shape = {24, 1, 1, S}, c.out_proj = true, c.biases = true;
+        for (bool nan_to_zero : {false, true}) {
+          c.nan_to_zero = nan_to_zero;
+          run_case(c, dt, tol, tol, batch_2_masked);
+          run_case(c, dt, tol, tol, nan_at, nan);
+        }
+      }
+    }
   }
 }
 

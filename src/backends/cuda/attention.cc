@@ -184,6 +184,7 @@ class AttentionKernel : public CudaKernel {
     a.scale = attrs_.scale;
     a.sm_count = ctx.handles().sm_count;
     a.multicast = flash_multicast_enabled(ctx.handles());
+    a.wgmma = flash_wgmma_enabled(ctx.handles());
     a.query_pos = query_pos.data(), a.query_count = int64_t(query_pos.size());
     a.prefetch = ctx.l2_prefetch();
     if (ctx.handles().skips("Attention.core")) return Status::ok();
@@ -196,6 +197,13 @@ class AttentionKernel : public CudaKernel {
   static bool flash_multicast_enabled(const CudaHandles& h) {
     if (const char* e = std::getenv("INGOT_CUDA_FLASH_MULTICAST"); e && std::string(e) == "0") return false;
     return h.cc_major == 9;
+  }
+
+  // The wgmma attention kernel (attention_wgmma.cu): built for sm_90a alone, so on compute
+  // capability 9.0 exactly. INGOT_CUDA_FLASH_WGMMA=0: never (an A/B switch).
+  static bool flash_wgmma_enabled(const CudaHandles& h) {
+    if (const char* e = std::getenv("INGOT_CUDA_FLASH_WGMMA"); e && std::string(e) == "0") return false;
+    return h.cc_major == 9 && h.cc_minor == 0;
   }
 
   // Whether a one-query attention takes the absorbed path (AbsorbedQueryArgs, attention_impl.h):

@@ -4,7 +4,9 @@
 // read straight out of the QKV projection [B*S, 3N] and the context is written straight into
 // [B*S, N] (heads side by side), so no transposed copies exist.
 //
-// Three kernels (and attention_absorbed.cu's for one query with the keys absorbed):
+// Three kernels (and attention_absorbed.cu's for one query with the keys absorbed, and
+// attention_wgmma.cu's for many heads on compute capability 9.0, which launch_attention_core
+// hands the shapes it takes):
 //   flash_kernel<T, D, kKeyMask, kQB, kRows, kCluster>   float16/bfloat16, D in {32, 64, 80, 96, 128}:
 //                        tensor cores (mma.sync m16n8k16, fp32 accumulators; operands through
 //                        ldmatrix from shared memory filled by cp.async, or K and V by the copy
@@ -978,6 +980,7 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
   p.prefetch = a.prefetch;
   const int64_t heads = a.B * a.H;
   if (a.query_count > 0) return launch_query_rows(a, p, heads, stream);
+  if (attention_wgmma_fits(a)) return launch_attention_wgmma(a, stream);
   auto blocks = [&](int64_t rows) { return heads * ((a.S + rows - 1) / rows); };
   const bool half = a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;
   if (half && flash_head_dim(a.D)) {

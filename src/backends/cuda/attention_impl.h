@@ -36,10 +36,12 @@ struct AttentionCoreArgs {
   DType dtype = DType::kFloat32;  // of qkv and context
   AttentionMask mask;
   float scale = 1.f;
-  int sm_count = 1;
+  int sm_count = 1;  // multiprocessors, to size query blocks so small batches fill the GPU
   // At batch 1, the query blocks of a head share its K and V by the copy engine's multicast where
   // the shape allows (attention.cu says which).
-  bool multicast = false;  // multiprocessors, to size query blocks so small batches fill the GPU
+  bool multicast = false;
+  // Many heads on compute capability 9.0: the wgmma kernel where attention_wgmma_fits.
+  bool wgmma = false;
   // ingot.Attention's query_rows: the query positions (in [0, S)) of the Sq = query_count output
   // rows of each batch; query_count 0: every position (Sq = S).
   const int64_t* query_pos = nullptr;
@@ -73,6 +75,13 @@ bool absorbed_query_fits(DType dtype, int64_t S, int64_t E, int64_t H, int64_t D
 
 // Enqueues the kernel on `stream`; cudaErrorInvalidValue when absorbed_query_fits is false.
 cudaError_t launch_absorbed_query(const AbsorbedQueryArgs& args, cudaStream_t stream);
+
+// The core on Hopper's warpgroup products (attention_wgmma.cu, built for sm_90a alone): whether it
+// takes these arguments (wgmma set, float16/bfloat16, D 64, a key mask or none, not causal, S a
+// multiple of 64 up to 256, every position queried, at least two CTAs a multiprocessor), and its
+// launch (cudaErrorInvalidValue where it does not fit).
+bool attention_wgmma_fits(const AttentionCoreArgs& args);
+cudaError_t launch_attention_wgmma(const AttentionCoreArgs& args, cudaStream_t stream);
 
 // Enqueues the core on `stream`; D <= kAttentionMaxHeadDim, dtype float32/float16/bfloat16,
 // mask_dtype bool/int8/uint8/int32/int64/float32/float16/bfloat16.

@@ -154,6 +154,7 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(const CudaExecutor& e
   c->handles_.sm_count = ex.sm_count();
   c->handles_.max_smem_per_block = ex.max_smem_per_block();
   c->handles_.cc_major = ex.cc_major();
+  c->handles_.cc_minor = ex.cc_minor();
   c->handles_.allow_tf32 = ex.options().allow_tf32;
   auto counter = DeviceBuffer::allocate(sizeof(unsigned));
   if (!counter) return counter.status().with_context("grid counter: ");

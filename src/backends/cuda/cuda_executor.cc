@@ -50,6 +50,7 @@ Status CudaExecutor::load(const std::map<std::string, int64_t>& opsets) {
   sm_count_ = prop.multiProcessorCount;
   max_smem_per_block_ = int(prop.sharedMemPerBlockOptin);
   cc_major_ = prop.major;
+  cc_minor_ = prop.minor;
   l2_bytes_ = prop.l2CacheSize;
 
   auto shapes = GraphExecutor::create(graph_, opsets, "cpu", /*prepare_constants=*/false);

@@ -97,6 +97,7 @@ class CudaExecutor final : public DeviceExecutor {
   int sm_count() const { return sm_count_; }
   int max_smem_per_block() const { return max_smem_per_block_; }
   int cc_major() const { return cc_major_; }
+  int cc_minor() const { return cc_minor_; }
 
  private:
   CudaExecutor(const Graph& g, DeviceCreateOptions o) : graph_(g), opts_(std::move(o)) {}
@@ -122,7 +123,7 @@ class CudaExecutor final : public DeviceExecutor {
   mutable std::map<int, FallbackOp> fallbacks_;  // by node index
   int sm_count_ = 0;
   int max_smem_per_block_ = 0;  // shared memory a block may opt in to
-  int cc_major_ = 0;            // compute capability, major
+  int cc_major_ = 0, cc_minor_ = 0;  // compute capability
   int64_t l2_bytes_ = 0;
   mutable std::mutex mu_;
   mutable std::map<std::string, std::shared_ptr<const ShapePlan>> plans_;

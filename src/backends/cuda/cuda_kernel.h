@@ -54,6 +54,7 @@ struct CudaHandles {
   int sm_count = 0;               // multiprocessors of the device
   int max_smem_per_block = 0;     // shared memory a block may opt in to (bytes)
   int cc_major = 0;               // the device's compute capability, major
+  int cc_minor = 0;               // and minor (sm_90a kernels need 9.0 exactly)
   bool allow_tf32 = false;
   // One word of device memory per context, zero between kernels: a kernel whose last CTA to
   // finish does the final step counts finished CTAs in it and sets it back to zero before it

@@ -35,6 +35,7 @@
 #include "backends/cuda/gemm_split_k.h"
 #include "backends/cuda/mma_sync.cuh"  // smem_addr
 #include "backends/cuda/pointwise_activation.cuh"
+#include "backends/cuda/wgmma.cuh"
 
 namespace ingot::cuda {
 namespace {
@@ -70,45 +71,6 @@ struct Params {
   bool add_c, has_act;
   PointwiseActivation act;
 };
-
-// wgmma (sm_90a): d[64 x 64] += A[64 x 16] · B[16 x 64], A K-major and B N-major (W's own
-// layout, transposed by the instruction), both 128-byte swizzled in shared memory.
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {  // 8-row groups 1024 bytes apart
-  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
-}
-// The same instruction for both input types: TYPE is "f16" or "bf16".
-#define INGOT_WGMMA_M64N64K16(TYPE)                                                                     \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE                             \
-               " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 1;\n" \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
-               : "l"(da), "l"(db))
-template <class T> __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t da, uint64_t db);
-template <> __device__ __forceinline__ void wgmma_m64n64k16<__half>(float (&d)[32], uint64_t da, uint64_t db) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  INGOT_WGMMA_M64N64K16("f16");
-#endif
-}
-template <> __device__ __forceinline__ void wgmma_m64n64k16<__nv_bfloat16>(float (&d)[32], uint64_t da, uint64_t db) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  INGOT_WGMMA_M64N64K16("bf16");
-#endif
-}
-#undef INGOT_WGMMA_M64N64K16
-__device__ __forceinline__ void wgmma_fence() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wgmma_commit() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wgmma_wait_all() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#endif
-}
 
 template <class T>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -158,10 +120,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < kBox; kk += 16)
       if (kk < kend)  // the last box may be partial
-        wgmma_m64n64k16<T>(acc, sw128_desc(abox + uint32_t(kk) * 2), sw128_desc(ws + uint32_t(b * kBox + kk) * 128));
+        wgmma_ss<T, true>(acc, sw128_desc(abox + uint32_t(kk) * 2), sw128_desc(ws + uint32_t(b * kBox + kk) * 128));
     wgmma_commit();
   }
-  wgmma_wait_all();
+  wgmma_wait<0>();
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int row = wg * 64 + w * 16 + g, col = j * 8 + 2 * tq;
