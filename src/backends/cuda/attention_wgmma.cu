@@ -27,10 +27,13 @@
 // products). The output goes through the block's Q buffer to whole-row stores.
 // H100, BERT-base b32 s128 (graph trace, µs a layer): the mma.sync kernel 12.5; this kernel with
 // one query block a CTA (768 CTAs, 1.45 waves) 12.9; with two (384, one wave) 10.5-10.75 (Nsight
-// Compute: latency-bound, 2.8 warps a scheduler, 0.36 instructions issued a cycle). Model A/B,
-// INGOT_CUDA_FLASH_WGMMA unset / 0, GPU compute median of 300 runs, ms: BERT-base b32 1.4480 /
-// 1.4704, 1.4435 / 1.4688, 1.4449 / 1.4594; DistilBERT b32 0.6817 / 0.6895, 0.6871 / 0.6916,
-// 0.6848 / 0.6938.
+// Compute: latency-bound, 2.8 warps a scheduler, 0.36 instructions issued a cycle; its data in
+// L2, 2 MB of the 19 read from DRAM). %globaltimer stamps in every CTA: the first tile in 2.6-4.1
+// µs after the wait, the two blocks' compute 5.0-6.5 µs after that. Issuing S_{i+1} before step
+// i's softmax (two score arrays, 168 registers) did not change it (10.8-10.9). Model A/B against
+// the mma.sync kernel (INGOT_CUDA_FLASH_WGMMA=0), GPU compute median of 300 runs, ms: BERT-base
+// b32 1.4252 / 1.4552, 1.4449 / 1.4646, 1.4417 / 1.4629; DistilBERT b32 0.6717 / 0.6917, 0.6821
+// / 0.6878, 0.6770 / 0.6889.
 // Semantics are the flash kernel's (attention.cu's header): additive key-mask values in base 2,
 // a row with a NaN score or no finite score takes `fill`.
 #include <cuda.h>
@@ -114,23 +117,27 @@ __global__ void __launch_bounds__(kThreads) flash_wgmma_kernel(const __grid_cons
   allow_dependent_grids();
 
   if (tid == 0) {
-    // In the order they are needed: Q0, then K and V of this CTA's tiles (t = rank, rank +
-    // cluster, ...: every tile once in the cluster, into the shared memory of all of it), then
-    // the other Q blocks.
+    // Q0 and this CTA's first K tile alone, then the rest once that K tile is in: this CTA's
+    // (t = rank, rank + cluster, ...: every tile once in the cluster, copied into the shared
+    // memory of all of it) V and K tiles, then the other Q blocks. With every copy issued at
+    // once, the 384 CTAs of BERT-base b32 had their first tile 2.6-4.1 µs after the wait
+    // (%globaltimer stamps), behind the copies of the whole grid; staged, each CTA's first
+    // product starts while the rest arrives. H100, model A/B, GPU compute median of 300 runs,
+    // ms, staged / all at once: BERT-base b32 1.4312 / 1.4439, 1.4386 / 1.4441, 1.4387 / 1.4429;
+    // DistilBERT b32 0.6762 / 0.6812, 0.6806 / 0.6847, 0.6771 / 0.6794.
     const int row0 = b * S, rank = int(blockIdx.y) % cluster;
     const int kcol = p.N + h * kTile, vcol = 2 * p.N + h * kTile;
-    tensor_copy(qs, &qkv_map, h * kTile, row0 + q0, q_bar(0));
     const uint16_t everyone = uint16_t((1u << cluster) - 1);
-    for (int t = rank; t < tiles; t += cluster) {
-      const uint32_t kdst = ks + uint32_t(t) * kTileBytes, vdst = vs + uint32_t(t) * kTileBytes;
-      if (cluster > 1) {
-        tensor_copy_multicast(kdst, &qkv_map, kcol, row0 + t * kTile, k_bar(t), everyone);
-        tensor_copy_multicast(vdst, &qkv_map, vcol, row0 + t * kTile, v_bar(t), everyone);
-      } else {
-        tensor_copy(kdst, &qkv_map, kcol, row0 + t * kTile, k_bar(t));
-        tensor_copy(vdst, &qkv_map, vcol, row0 + t * kTile, v_bar(t));
-      }
-    }
+    auto copy_tile = [&](int col, int t, uint32_t base, uint32_t bar) {
+      const uint32_t dst = base + uint32_t(t) * kTileBytes;
+      if (cluster > 1) tensor_copy_multicast(dst, &qkv_map, col, row0 + t * kTile, bar, everyone);
+      else tensor_copy(dst, &qkv_map, col, row0 + t * kTile, bar);
+    };
+    tensor_copy(qs, &qkv_map, h * kTile, row0 + q0, q_bar(0));
+    copy_tile(kcol, rank, ks, k_bar(rank));
+    mbar_wait(k_bar(rank));
+    copy_tile(vcol, rank, vs, v_bar(rank));
+    for (int t = rank + cluster; t < tiles; t += cluster) copy_tile(kcol, t, ks, k_bar(t)), copy_tile(vcol, t, vs, v_bar(t));
     for (int i = 1; i < qblocks; ++i)
       tensor_copy(qs + uint32_t(i) * kTileBytes, &qkv_map, h * kTile, row0 + q0 + i * kTile, q_bar(i));
   }
