@@ -171,14 +171,6 @@ __device__ __forceinline__ float mask_from_raw(const CoreParams& p, uint2 r) {
 
 constexpr int kKeyTile = 64;
 
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
 
 // Rows [row0, row0 + rows) of one head's D columns starting at `col` of qkv (batch base `src`)
 // into shared memory rows of `kStride` elements; rows past S become zeros.
@@ -980,7 +972,8 @@ cudaError_t launch_attention_core(const AttentionCoreArgs& a, cudaStream_t strea
   p.prefetch = a.prefetch;
   const int64_t heads = a.B * a.H;
   if (a.query_count > 0) return launch_query_rows(a, p, heads, stream);
-  if (attention_wgmma_fits(a)) return launch_attention_wgmma(a, stream);
+  if (attention_wgmma_fits(a))
+    if (const cudaError_t e = launch_attention_wgmma(a, stream); e != cudaErrorNotSupported) return e;
   auto blocks = [&](int64_t rows) { return heads * ((a.S + rows - 1) / rows); };
   const bool half = a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;
   if (half && flash_head_dim(a.D)) {

@@ -1,6 +1,6 @@
-// Device helpers shared by ingot.Attention's core kernels (attention.cu) and the single-query
-// kernel with absorbed keys (attention_absorbed.cu): mask elements as additive values, the
-// base-2 softmax's pieces, and packing to 16-bit pairs.
+// Device helpers shared by ingot.Attention's core kernels (attention.cu, attention_wgmma.cu) and
+// the single-query kernel with absorbed keys (attention_absorbed.cu): mask elements as additive
+// values, the base-2 softmax's pieces, quad reductions, and packing to 16-bit pairs.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -67,6 +67,17 @@ __device__ __forceinline__ float mask_value(const void* mask, int type, int64_t 
     case kMaskI64: return mask_add<int64_t>(mask, off, filter);
     default: return 0.f;
   }
+}
+
+// The max and sum over the 4 lanes of a quad (lane / 4 equal): the lanes that hold one row of a
+// tensor-core accumulator tile.
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
 // Two floats as one register of two 16-bit values (lo = first, the lower column).

@@ -78,8 +78,10 @@ cudaError_t launch_absorbed_query(const AbsorbedQueryArgs& args, cudaStream_t st
 
 // The core on Hopper's warpgroup products (attention_wgmma.cu, built for sm_90a alone): whether it
 // takes these arguments (wgmma set, float16/bfloat16, D 64, a key mask or none, not causal, S a
-// multiple of 64 up to 256, every position queried, at least two CTAs a multiprocessor), and its
-// launch (cudaErrorInvalidValue where it does not fit).
+// multiple of 64 up to 256, every position queried, at least two query blocks a multiprocessor),
+// and its launch: cudaErrorInvalidValue where it does not fit, cudaErrorNotSupported (nothing
+// launched; the caller takes another kernel) where the copy engine cannot describe qkv (a driver
+// without tensor maps, a base that is not 16-byte aligned).
 bool attention_wgmma_fits(const AttentionCoreArgs& args);
 cudaError_t launch_attention_wgmma(const AttentionCoreArgs& args, cudaStream_t stream);
 

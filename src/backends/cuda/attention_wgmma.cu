@@ -72,15 +72,6 @@ struct WgmmaCoreParams {
   L2Prefetch prefetch;
 };
 
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
-
 // Shared memory: the CTA's Q blocks, the K tiles, the V tiles (1024-byte aligned, as the swizzle
 // needs), then the key mask's additive values as fp32.
 constexpr size_t wgmma_smem_bytes(int qblocks, int tiles) {
@@ -282,7 +273,7 @@ cudaError_t launch_attention_wgmma(const AttentionCoreArgs& a, cudaStream_t stre
   // Boxes of 64 rows x 64 columns (128 bytes: the swizzle span) of qkv [B·S, 3N].
   CUtensorMap map{};
   if (!encode_tensor_map(&map, a.dtype, a.qkv, a.B * a.S, 3 * a.H * a.D, 3 * a.H * a.D, kTile, kTile, true))
-    return cudaErrorInvalidValue;
+    return cudaErrorNotSupported;
   const dim3 grid{unsigned(a.B * a.H), unsigned(p.tiles / p.qblocks)};
   return a.dtype == DType::kFloat16 ? launch_typed<__half>(map, p, grid, stream)
                                     : launch_typed<__nv_bfloat16>(map, p, grid, stream);
