@@ -518,26 +518,7 @@ __global__ void __launch_bounds__(128) flash_kernel(CoreParams p, const __grid_c
         }
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          float mx[8];  // a pairwise tree, not a 16-long dependent chain
-#pragma unroll
-          for (int j = 0; j < 8; ++j) mx[j] = fmaxf(s[j][2 * r], s[j][2 * r + 1]);
-#pragma unroll
-          for (int w = 4; w > 0; w >>= 1)
-#pragma unroll
-            for (int j = 0; j < w; ++j) mx[j] = fmaxf(mx[j], mx[j + w]);
-          const float m_new = fmaxf(m[r], quad_max(mx[0]));
-          // A row with only -inf so far subtracts 0, so 2^(-inf - 0) = 0 instead of NaN.
-          const float m_use = m_new == neg_inf() ? 0.f : m_new;
-          const float alpha = fast_exp2(m[r] - m_use);
-          m[r] = m_new;
-          float sum = 0.f;
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            s[j][2 * r] = fast_exp2(s[j][2 * r] - m_use);
-            s[j][2 * r + 1] = fast_exp2(s[j][2 * r + 1] - m_use);
-            sum += s[j][2 * r] + s[j][2 * r + 1];
-          }
-          l[r] = l[r] * alpha + sum;  // this thread's share of the row sum; reduced over the quad at the end
+          const float alpha = online_softmax_row([&](int j, int c) -> float& { return s[j][2 * r + c]; }, m[r], l[r]);
 #pragma unroll
           for (int j = 0; j < kDTiles; ++j) o[j][2 * r] *= alpha, o[j][2 * r + 1] *= alpha;
         }

@@ -80,6 +80,35 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+// One row of a 64-key tile of base-2 scores, held by a quad of lanes as 8 n-tiles of 2 columns
+// (at(j, c): n-tile j, column c, the tensor-core accumulator layout), folded into the row's
+// running max m and this thread's share of its sum l: the scores become their exponentials.
+// Returns alpha, the factor by which the row's output so far must be rescaled.
+template <class At>
+__device__ __forceinline__ float online_softmax_row(At at, float& m, float& l) {
+  float mx[8];  // a pairwise tree, not a 16-long dependent chain
+#pragma unroll
+  for (int j = 0; j < 8; ++j) mx[j] = fmaxf(at(j, 0), at(j, 1));
+#pragma unroll
+  for (int w = 4; w > 0; w >>= 1)
+#pragma unroll
+    for (int j = 0; j < w; ++j) mx[j] = fmaxf(mx[j], mx[j + w]);
+  const float m_new = fmaxf(m, quad_max(mx[0]));
+  // A row with only -inf so far subtracts 0, so 2^(-inf - 0) = 0 instead of NaN.
+  const float m_use = m_new == neg_inf() ? 0.f : m_new;
+  const float alpha = fast_exp2(m - m_use);
+  m = m_new;
+  float sum = 0.f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    at(j, 0) = fast_exp2(at(j, 0) - m_use);
+    at(j, 1) = fast_exp2(at(j, 1) - m_use);
+    sum += at(j, 0) + at(j, 1);
+  }
+  l = l * alpha + sum;  // reduced over the quad at the end
+  return alpha;
+}
+
 // Two floats as one register of two 16-bit values (lo = first, the lower column).
 template <class T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
 template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {

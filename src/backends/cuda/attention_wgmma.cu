@@ -169,26 +169,7 @@ __global__ void __launch_bounds__(kThreads) flash_wgmma_kernel(const __grid_cons
       }
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float mx[8];  // a pairwise tree, not a 16-long dependent chain
-#pragma unroll
-        for (int j = 0; j < 8; ++j) mx[j] = fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]);
-#pragma unroll
-        for (int w = 4; w > 0; w >>= 1)
-#pragma unroll
-          for (int j = 0; j < w; ++j) mx[j] = fmaxf(mx[j], mx[j + w]);
-        const float m_new = fmaxf(m[r], quad_max(mx[0]));
-        // A row with only -inf so far subtracts 0, so 2^(-inf - 0) = 0 instead of NaN.
-        const float m_use = m_new == neg_inf() ? 0.f : m_new;
-        const float alpha = fast_exp2(m[r] - m_use);
-        m[r] = m_new;
-        float sum = 0.f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          s[4 * j + 2 * r] = fast_exp2(s[4 * j + 2 * r] - m_use);
-          s[4 * j + 2 * r + 1] = fast_exp2(s[4 * j + 2 * r + 1] - m_use);
-          sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
-        }
-        l[r] = l[r] * alpha + sum;  // this thread's share of the row sum; reduced over the quad at the end
+        const float alpha = online_softmax_row([&](int j, int c) -> float& { return s[4 * j + 2 * r + c]; }, m[r], l[r]);
         if (t > 0)
 #pragma unroll
           for (int j = 0; j < 8; ++j) o[4 * j + 2 * r] *= alpha, o[4 * j + 2 * r + 1] *= alpha;
