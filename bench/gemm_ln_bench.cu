@@ -311,6 +311,7 @@ struct Baseline {
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&handles.sm_count, cudaDevAttrMultiProcessorCount, dev));
     CK(cudaMalloc(&ws, ingot::cuda::kGemmWorkspaceBytes));
+    handles.gemm_workspace = ws, handles.gemm_workspace_bytes = ingot::cuda::kGemmWorkspaceBytes;
     desc.m = M, desc.n = kN, desc.k = K, desc.dtype = ingot::DType::kFloat16;
     desc.bias = bias, desc.beta = 1.f, desc.c_in = R;
     norm.dtype = norm.param_dtype = ingot::DType::kFloat16;
@@ -318,7 +319,7 @@ struct Baseline {
     norm.rows = norm.x_period = M, norm.d = kN, norm.epsilon = 1e-12f, norm.sm_count = handles.sm_count;
   }
   void product() {
-    const ingot::Status st = ingot::cuda::lt_gemm(handles, desc, x, w, y, ws, ingot::cuda::kGemmWorkspaceBytes);
+    const ingot::Status st = ingot::cuda::lt_gemm(handles, desc, x, w, y);
     if (!st.is_ok()) { printf("lt_gemm: %s\n", st.message().c_str()); exit(1); }
   }
   void layer_norm() { CK(ingot::cuda::launch_row_norm(norm, handles.stream)); }

@@ -77,6 +77,7 @@ int main() {
   CK(cudaDeviceGetAttribute(&h.sm_count, cudaDevAttrMultiProcessorCount, 0));
   void* ws;
   CK(cudaMalloc(&ws, kGemmWorkspaceBytes));
+  h.gemm_workspace = ws, h.gemm_workspace_bytes = kGemmWorkspaceBytes;
   std::vector<Layer> layers(kLayers);
   for (Layer& l : layers) {
     l.wqkv = random_device(size_t(kHidden) * 3 * kHidden, 0.04f, rng), l.bqkv = random_device(3 * kHidden, 0.1f, rng);
@@ -101,7 +102,7 @@ int main() {
     desc.m = kRows, desc.n = n, desc.k = k, desc.lda = lda, desc.dtype = ingot::DType::kFloat16;
     desc.bias = bias, desc.activation = act;
     if (c_in) desc.beta = 1.f, desc.c_in = c_in;
-    const ingot::Status st = lt_gemm(h, desc, a, w, d, ws, kGemmWorkspaceBytes);
+    const ingot::Status st = lt_gemm(h, desc, a, w, d);
     if (!st.is_ok()) {
       printf("lt_gemm: %s\n", st.message().c_str());
       exit(1);

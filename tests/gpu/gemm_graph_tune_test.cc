@@ -37,6 +37,7 @@ TEST(GemmGraphTune, RecordedCandidatesAllComputeTheProduct) {
   ASSERT_EQ(cudaMalloc(&db, b.nbytes()), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dc, size_t(M * N) * 2), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&ws, kGemmWorkspaceBytes), cudaSuccess);
+  h.gemm_workspace = ws, h.gemm_workspace_bytes = kGemmWorkspaceBytes;
   ASSERT_EQ(cudaMemcpy(da, a.raw(), a.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(db, b.raw(), b.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
   GemmDesc d;
@@ -44,7 +45,7 @@ TEST(GemmGraphTune, RecordedCandidatesAllComputeTheProduct) {
 
   auto run_and_check = [&](const std::string& what) {
     ASSERT_EQ(cudaMemset(dc, 0xff, size_t(M * N) * 2), cudaSuccess);  // NaN until written
-    ASSERT_TRUE(lt_gemm(h, d, da, db, dc, ws, kGemmWorkspaceBytes).is_ok()) << what;
+    ASSERT_TRUE(lt_gemm(h, d, da, db, dc).is_ok()) << what;
     ASSERT_EQ(cudaStreamSynchronize(h.stream), cudaSuccess);
     std::vector<__half> got(size_t(M * N));
     ASSERT_EQ(cudaMemcpy(got.data(), dc, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);

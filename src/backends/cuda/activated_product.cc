@@ -15,7 +15,7 @@ PointwiseActivation pointwise_of(HeadActivation a) {
   }
 }
 
-Status activated_product(const CudaHandles& handles, void* workspace, DType dt, const void* x, const void* w,
+Status activated_product(const CudaHandles& handles, DType dt, const void* x, const void* w,
                          const void* bias, int64_t m, int64_t n, int64_t k, HeadActivation act, void* y,
                          const char* op) {
   GemmDesc d;
@@ -27,7 +27,7 @@ Status activated_product(const CudaHandles& handles, void* workspace, DType dt, 
   else if (dt != DType::kFloat32 && (act == HeadActivation::kGeluErf || act == HeadActivation::kGeluTanh))
     d.activation = GemmActivation::kGeluTanh;
   else after = act != HeadActivation::kNone;
-  INGOT_RETURN_IF_ERROR(lt_gemm(handles, d, x, w, y, workspace, kGemmWorkspaceBytes));
+  INGOT_RETURN_IF_ERROR(lt_gemm(handles, d, x, w, y));
   if (!after) return Status::ok();
   return cuda_status(launch_activation_inplace(y, m * n, pointwise_of(act), dt, handles.stream),
                      (std::string(op) + ": activation").c_str());

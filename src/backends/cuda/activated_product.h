@@ -16,9 +16,9 @@ namespace ingot::cuda {
 // The elementwise kernels' form of a head activation (kNone maps to kRelu: callers test for it).
 PointwiseActivation pointwise_of(HeadActivation a);
 
-// x [m, k], W [k, n], bias [n] or null, y [m, n], all of dtype dt, row-major; `workspace` holds
-// at least kGemmWorkspaceBytes. Errors start with `op`.
-Status activated_product(const CudaHandles& handles, void* workspace, DType dt, const void* x, const void* w,
+// x [m, k], W [k, n], bias [n] or null, y [m, n], all of dtype dt, row-major. Errors start
+// with `op`.
+Status activated_product(const CudaHandles& handles, DType dt, const void* x, const void* w,
                          const void* bias, int64_t m, int64_t n, int64_t k, HeadActivation act, void* y,
                          const char* op);
 

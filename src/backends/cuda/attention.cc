@@ -77,11 +77,11 @@ class AttentionKernel : public CudaKernel {
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
     const Shape& x = in[kX].shape;
     const Shape& wqkv = in[kWqkv].shape;
-    if (x.size() != 3 || wqkv.size() != 2) return kGemmWorkspaceBytes;
+    if (x.size() != 3 || wqkv.size() != 2) return 0;
     const int64_t B = x[0], S = x[1], N = wqkv[1] / 3;
     const size_t es = dtype_size(in[kX].dtype);
     auto present = [&](int i) { return size_t(i) < in.size() && in[size_t(i)].present; };
-    if (!present(kWout)) return kGemmWorkspaceBytes + align_up(size_t(B * S * 3 * N) * es);
+    if (!present(kWout)) return align_up(size_t(B * S * 3 * N) * es);
     const int64_t Sq = attention_query_count(attrs_, S);
     const size_t before_rows = workspace_bytes_before_rows(B, S, N, Sq, es);
     const Shape& wout = in[kWout].shape;
@@ -89,10 +89,10 @@ class AttentionKernel : public CudaKernel {
     return before_rows + align_up(size_t(B * Sq * wout[1]) * es);
   }
 
-  // Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] | residual rows [B*Sq, M]];
+  // Workspace: [qkv [B*S, 3N] | context [B*Sq, N] | residual rows [B*Sq, M]];
   // the offset of the last (used only when cuBLASLt refuses a C of the sequence's row pitch).
   static size_t workspace_bytes_before_rows(int64_t B, int64_t S, int64_t N, int64_t Sq, size_t es) {
-    return kGemmWorkspaceBytes + align_up(size_t(B * S * 3 * N) * es) + align_up(size_t(B * Sq * N) * es);
+    return align_up(size_t(B * S * 3 * N) * es) + align_up(size_t(B * Sq * N) * es);
   }
 
   // Whether the output projection reads its residual's query rows out of the whole sequence
@@ -117,8 +117,8 @@ class AttentionKernel : public CudaKernel {
     const size_t es = dtype_size(t);
 
     char* ws = static_cast<char*>(ctx.workspace());
-    void* qkv = ws + kGemmWorkspaceBytes;
-    void* context = has_out ? ws + kGemmWorkspaceBytes + align_up(size_t(rows * 3 * N) * es) : Y.raw();
+    void* qkv = ws;
+    void* context = has_out ? ws + align_up(size_t(rows * 3 * N) * es) : Y.raw();
 
     if (absorbs_keys(ctx, B, S, E, N, query_pos)) {
       INGOT_RETURN_IF_ERROR(absorbed_context(ctx, B, S, E, N, query_pos[0], context));
@@ -135,7 +135,7 @@ class AttentionKernel : public CudaKernel {
       out.bias = bout;
       if (!reads_sequence_residual(ctx.has_input(kResidual))) {
         if (ctx.has_input(kResidual)) out.beta = 1.f, out.c_in = ctx.input(kResidual).raw();
-        INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw(), ws, kGemmWorkspaceBytes));
+        INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw()));
         return Status::ok();
       }
       INGOT_RETURN_IF_ERROR(project_with_sequence_residual(ctx, out, context, B, S, query_pos));
@@ -157,20 +157,18 @@ class AttentionKernel : public CudaKernel {
     const size_t es = dtype_size(X.dtype());
     GemmDesc all;
     all.m = B * S, all.n = 3 * N, all.k = E, all.dtype = X.dtype(), all.bias = bias;
-    void* ws = ctx.workspace();
     if (query_pos.size() != 1 || B * S < kSplitQueryRows)
-      return lt_gemm(ctx.handles(), all, X.raw(), Wqkv.raw(), qkv, ws, kGemmWorkspaceBytes);
+      return lt_gemm(ctx.handles(), all, X.raw(), Wqkv.raw(), qkv);
     auto at = [es](const void* p, int64_t elems) { return static_cast<const char*>(p) + size_t(elems) * es; };
     char* out = static_cast<char*>(qkv);
     GemmDesc kv = all;
     kv.n = 2 * N, kv.ldb = 3 * N, kv.ldc = 3 * N, kv.bias = bias ? at(bias, N) : nullptr;
     INGOT_RETURN_IF_ERROR(
-        lt_gemm(ctx.handles(), kv, X.raw(), at(Wqkv.raw(), N), out + size_t(N) * es, ws, kGemmWorkspaceBytes));
+        lt_gemm(ctx.handles(), kv, X.raw(), at(Wqkv.raw(), N), out + size_t(N) * es));
     const int64_t pos = query_pos[0];
     GemmDesc q = all;
     q.m = B, q.n = N, q.lda = S * E, q.ldb = 3 * N, q.ldc = S * 3 * N;
-    return lt_gemm(ctx.handles(), q, at(X.raw(), pos * E), Wqkv.raw(), out + size_t(pos * 3 * N) * es, ws,
-                   kGemmWorkspaceBytes);
+    return lt_gemm(ctx.handles(), q, at(X.raw(), pos * E), Wqkv.raw(), out + size_t(pos * 3 * N) * es);
   }
 
   // context = softmax(scale · Q Kᵀ + mask) V per head, from qkv.
@@ -237,19 +235,18 @@ class AttentionKernel : public CudaKernel {
     const char* w = static_cast<const char*>(ctx.input(kWqkv).raw());
     const char* bias = ctx.has_input(kBqkv) ? static_cast<const char*>(ctx.input(kBqkv).raw()) : nullptr;
     void* ws = ctx.workspace();
-    char* q = static_cast<char*>(ws) + kGemmWorkspaceBytes;
+    char* q = static_cast<char*>(ws);
     char* qt = q + align_up(size_t(B * N) * es);
     char* xbar = qt + align_up(size_t(B * H * E) * es);
     char* cbias = xbar + align_up(size_t(B * H * E) * es);
 
     GemmDesc qd;
     qd.m = B, qd.n = N, qd.k = E, qd.dtype = t, qd.lda = S * E, qd.ldb = 3 * N, qd.bias = bias;
-    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), qd, static_cast<const char*>(X.raw()) + size_t(pos * E) * es, w, q,
-                                  ws, kGemmWorkspaceBytes));
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), qd, static_cast<const char*>(X.raw()) + size_t(pos * E) * es, w, q));
     GemmDesc kd;
     kd.m = B, kd.n = E, kd.k = D, kd.batch = H, kd.dtype = t, kd.trans_b = true, kd.alpha = attrs_.scale;
     kd.lda = N, kd.stride_a = D, kd.ldb = 3 * N, kd.stride_b = D, kd.ldc = H * E, kd.stride_c = E;
-    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), kd, q, w + size_t(N) * es, qt, ws, kGemmWorkspaceBytes));
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), kd, q, w + size_t(N) * es, qt));
 
     AbsorbedQueryArgs a;
     a.x = X.raw(), a.qt = qt, a.bv = bias ? bias + size_t(2 * N) * es : nullptr, a.xbar = xbar, a.cbias = cbias;
@@ -263,7 +260,7 @@ class AttentionKernel : public CudaKernel {
     GemmDesc vd;
     vd.m = B, vd.n = D, vd.k = E, vd.batch = H, vd.dtype = t, vd.beta = 1.f, vd.c_in = cbias;
     vd.lda = H * E, vd.stride_a = E, vd.ldb = 3 * N, vd.stride_b = D, vd.ldc = N, vd.stride_c = D;
-    return lt_gemm(ctx.handles(), vd, xbar, w + size_t(2 * N) * es, context, ws, kGemmWorkspaceBytes);
+    return lt_gemm(ctx.handles(), vd, xbar, w + size_t(2 * N) * es, context);
   }
 
   // The output projection when the residual is the whole sequence [B, S, M] (residual_rows
@@ -286,7 +283,7 @@ class AttentionKernel : public CudaKernel {
       row.m = B, row.lda = Sq * N, row.ldc = Sq * M, row.ldc_in = S * M;
       row.beta = 1.f, row.c_in = r + size_t(query_pos[size_t(i)] * M) * es;
       return lt_gemm(ctx.handles(), row, static_cast<const char*>(context) + size_t(i * N) * es, Wout.raw(),
-                     static_cast<char*>(Y.raw()) + size_t(i * M) * es, ws, kGemmWorkspaceBytes);
+                     static_cast<char*>(Y.raw()) + size_t(i * M) * es);
     };
     if (!strided_c_refused_.load(std::memory_order_relaxed)) {
       Status st = Status::ok();
@@ -301,7 +298,7 @@ class AttentionKernel : public CudaKernel {
                                                    size_t(M) * es, size_t(B), cudaMemcpyDeviceToDevice, ctx.stream()));
     GemmDesc gathered = out;
     gathered.beta = 1.f, gathered.c_in = rows;
-    return lt_gemm(ctx.handles(), gathered, context, Wout.raw(), Y.raw(), ws, kGemmWorkspaceBytes);
+    return lt_gemm(ctx.handles(), gathered, context, Wout.raw(), Y.raw());
   }
 
 

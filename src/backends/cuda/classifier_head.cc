@@ -8,6 +8,7 @@
 // and residual, in their epilogues); for the head LayerNorm, a cuBLASLt product with the bias
 // (and ReLU, or for half types the tanh-form GELU, as FusedMatMul computes them) in its
 // epilogue, an in-place activation for the rest, and the narrow-product kernel for the logits.
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 
@@ -23,6 +24,10 @@ namespace ingot::cuda {
 namespace {
 
 size_t round_up_256(size_t n) { return (n + 255) / 256 * 256; }
+
+// Multiprocessors the planned scratch of the one-kernel paths covers (workspace_bytes sees no
+// device; an H100 has 132). On a larger device those paths check their scratch and compose.
+constexpr int kScratchSms = 256;
 
 class ClassifierHeadKernel : public CudaKernel {
  public:
@@ -54,19 +59,22 @@ class ClassifierHeadKernel : public CudaKernel {
     return {};
   }
 
-  // Scratch of the composed path: after the cuBLASLt workspace, the head's normalized rows and H
-  // and, with the feed-forward block, its Hf, G and output, the projection's output and the
-  // residual's rows copied dense (each 256-byte aligned; Scratch below). The one-kernel paths'
-  // scratch (classifier_head_shares_bytes, classifier_tail_scratch_bytes) fits in the first part.
-  // Reserved even when one kernel fits, for weights that are not 16-byte aligned; the context's
-  // workspace is shared by all kernels and products need the cuBLASLt part anyway.
+  // Scratch of the composed path: the head's normalized rows and H and, with the feed-forward
+  // block, its Hf, G and output, the projection's output and the residual's rows copied dense
+  // (each 256-byte aligned; Scratch below); at least what the one-kernel paths take
+  // (classifier_head_shares_bytes, classifier_tail_scratch_bytes) on a device of up to
+  // kScratchSms multiprocessors. Reserved even when one kernel fits, for weights that are not
+  // 16-byte aligned; the context's workspace is shared by all kernels.
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
     if (in.size() != kFfnGamma && in.size() != kProjW && in.size() != kHeadInputs) return 0;  // supports() said why
     const Sizes s = sizes_of(in);
-    const size_t es = dtype_size(in[0].dtype);
-    size_t bytes = kGemmWorkspaceBytes + round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.N1) * es);
+    const DType dt = in[0].dtype;
+    const size_t es = dtype_size(dt);
+    size_t bytes = round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.N1) * es);
     if (s.NF > 0) bytes += 4 * round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.NF) * es);
-    return bytes;
+    size_t one_kernel = classifier_head_shares_bytes(s.N1, kScratchSms);
+    if (s.NF > 0) one_kernel = std::max(one_kernel, classifier_tail_scratch_bytes(dt, s.K, kScratchSms));
+    return std::max(bytes, one_kernel);
   }
 
   Status compute(CudaComputeContext& ctx) const override {
@@ -79,7 +87,7 @@ class ClassifierHeadKernel : public CudaKernel {
     if (spec_.ffn) {
       const Residual res = residual(ctx, s);
       if (classifier_tail_fits(dt, s.rows, s.K, s.NF, s.N1, s.N2, sms, spec_.projection) && ctx.handles().grid_counter &&
-          classifier_tail_scratch_bytes(dt, s.K, sms) <= kGemmWorkspaceBytes &&
+          classifier_tail_scratch_bytes(dt, s.K, sms) <= ctx.workspace_bytes() &&
           aligned(ctx.input(kHeadW1).raw()) && aligned(ctx.input(kFfnW1).raw()) && aligned(ctx.input(kFfnW2).raw()) &&
           (!spec_.projection || aligned(ctx.input(kProjW).raw()))) {
         TailLaunch t;
@@ -106,7 +114,7 @@ class ClassifierHeadKernel : public CudaKernel {
       INGOT_ASSIGN_OR_RETURN(a.x, feed_forward(ctx, s, x0));
     }
     if (classifier_head_fits(dt, s.rows, s.K, s.N1, s.N2, sms) && ctx.handles().grid_counter &&
-        classifier_head_shares_bytes(s.N1, sms) <= kGemmWorkspaceBytes && aligned(ctx.input(kHeadW1).raw())) {
+        classifier_head_shares_bytes(s.N1, sms) <= ctx.workspace_bytes() && aligned(ctx.input(kHeadW1).raw())) {
       a.shares = static_cast<float*>(ctx.workspace());
       a.counter = ctx.handles().grid_counter;
       return cuda_status(launch_classifier_head(a, ctx.stream()), "ClassifierHead: one-kernel path");
@@ -163,17 +171,17 @@ class ClassifierHeadKernel : public CudaKernel {
     return a;
   }
 
-  // The scratch after the cuBLASLt workspace: the head's Xn and H, then the block's Hf, G, X,
+  // The scratch: the head's Xn and H, then the block's Hf, G, X,
   // then the projection's output X0 and the residual's rows copied dense.
   struct Scratch {
     void *xn, *h, *hf, *g, *x, *x0, *rows;
   };
   static Expected<Scratch> scratch(CudaComputeContext& ctx, const Sizes& s, size_t es) {
     const size_t row_k = round_up_256(size_t(s.rows * s.K) * es);
-    const size_t need = kGemmWorkspaceBytes + row_k + round_up_256(size_t(s.rows * s.N1) * es) +
+    const size_t need = row_k + round_up_256(size_t(s.rows * s.N1) * es) +
                         (s.NF > 0 ? 4 * row_k + round_up_256(size_t(s.rows * s.NF) * es) : 0);
     if (ctx.workspace_bytes() < need) return internal_error("ClassifierHead: workspace smaller than planned");
-    std::byte* p = static_cast<std::byte*>(ctx.workspace()) + kGemmWorkspaceBytes;
+    std::byte* p = static_cast<std::byte*>(ctx.workspace());
     Scratch sc;
     sc.xn = p;
     sc.h = p + row_k;
@@ -214,8 +222,7 @@ class ClassifierHeadKernel : public CudaKernel {
     d.bias = optional(ctx, kProjB);
     d.beta = 1.f, d.c_in = r.rows, d.ldc_in = r.pitch;
     if (!strided_residual_refused_.load(std::memory_order_relaxed)) {
-      if (lt_gemm(ctx.handles(), d, ctx.input(kHeadX).raw(), ctx.input(kProjW).raw(), sc.x0, ctx.workspace(),
-                  kGemmWorkspaceBytes))
+      if (lt_gemm(ctx.handles(), d, ctx.input(kHeadX).raw(), ctx.input(kProjW).raw(), sc.x0))
         return static_cast<const void*>(sc.x0);
       strided_residual_refused_.store(true, std::memory_order_relaxed);
     }
@@ -223,15 +230,14 @@ class ClassifierHeadKernel : public CudaKernel {
                                                  size_t(s.K) * es, size_t(s.rows), cudaMemcpyDeviceToDevice,
                                                  ctx.stream()));
     d.c_in = sc.rows, d.ldc_in = 0;
-    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, ctx.input(kHeadX).raw(), ctx.input(kProjW).raw(), sc.x0,
-                                  ctx.workspace(), kGemmWorkspaceBytes));
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, ctx.input(kHeadX).raw(), ctx.input(kProjW).raw(), sc.x0));
     return static_cast<const void*>(sc.x0);
   }
 
   // y = act(x · W + bias) as FusedMatMul computes it (activated_product.h).
   Status activated_product(CudaComputeContext& ctx, const void* x, int w, int bias, int64_t m, int64_t n, int64_t k,
                            HeadActivation act, void* y) const {
-    return cuda::activated_product(ctx.handles(), ctx.workspace(), ctx.input(kHeadX).dtype(), x, ctx.input(w).raw(),
+    return cuda::activated_product(ctx.handles(), ctx.input(kHeadX).dtype(), x, ctx.input(w).raw(),
                                    optional(ctx, bias), m, n, k, act, y, "ClassifierHead");
   }
 
@@ -248,7 +254,7 @@ class ClassifierHeadKernel : public CudaKernel {
     o.dtype = dt;
     o.bias = optional(ctx, kFfnB2);
     o.beta = 1.f, o.c_in = sc.hf;
-    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), o, sc.g, ctx.input(kFfnW2).raw(), sc.x, ctx.workspace(), kGemmWorkspaceBytes));
+    INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), o, sc.g, ctx.input(kFfnW2).raw(), sc.x));
     return static_cast<const void*>(sc.x);
   }
 

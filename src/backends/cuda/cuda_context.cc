@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_context.h"
 
 #include "backends/cuda/cuda_dependent_launch.h"
+#include "backends/cuda/cuda_graph_gemm_clears.h"
 #include "backends/cuda/cuda_graph_memset.h"
 #include "backends/cuda/cuda_stream_hold.h"
 
@@ -161,6 +162,11 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(const CudaExecutor& e
   c->grid_counter_ = std::move(*counter);
   INGOT_CUDA_RETURN_IF_ERROR(cudaMemset(c->grid_counter_.get(), 0, sizeof(unsigned)));
   c->handles_.grid_counter = static_cast<unsigned*>(c->grid_counter_.get());
+  auto gemm_ws = DeviceBuffer::allocate(kGemmWorkspaceBytes);
+  if (!gemm_ws) return gemm_ws.status().with_context("cuBLASLt workspace: ");
+  c->gemm_workspace_ = std::move(*gemm_ws);
+  c->handles_.gemm_workspace = c->gemm_workspace_.get();
+  c->handles_.gemm_workspace_bytes = c->gemm_workspace_.bytes();
   for (cudaEvent_t& e : c->events_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
   const char* prof = std::getenv("INGOT_CUDA_PROFILE");
   c->profiling_ = prof && *prof && std::string(prof) != "0";
@@ -174,7 +180,7 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(const CudaExecutor& e
     std::fprintf(stderr, "ingot: warning: INGOT_CUDA_SKIP_OPS=%s: those kernels are skipped and the outputs are wrong "
                  "(a timing aid)\n", skip);
   }
-  if (const MemoryPlan* p = ex.memory_plan()) INGOT_RETURN_IF_ERROR(c->reserve(p->arena_bytes, kGemmWorkspaceBytes));
+  if (const MemoryPlan* p = ex.memory_plan()) INGOT_RETURN_IF_ERROR(c->reserve(p->arena_bytes, 0));
   return c;
 }
 
@@ -461,12 +467,19 @@ cudaGraphExec_t CudaContext::capture_graph(Instance& inst, std::string& error) {
     cudaGetLastError();
     return nullptr;
   }
+  const GemmCaptureLog products;
   Status st = enqueue(inst, step_pdl.empty() ? nullptr : &step_pdl);
   e = cudaStreamEndCapture(handles_.stream, &graph);
   if (!st.is_ok() || e != cudaSuccess || !graph) {
     error = !st.is_ok() ? st.message() : std::string("end capture: ") + cudaGetErrorString(e);
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();
+    return nullptr;
+  }
+  if (gemm_clears_released() &&
+      release_gemm_clears(graph, products.spans(), handles_.gemm_workspace, handles_.gemm_workspace_bytes) < 0) {
+    error = "cuBLASLt's workspace clears could not be moved";
+    cudaGraphDestroy(graph);
     return nullptr;
   }
   if (memset_nodes_replaced() && replace_memset_nodes(graph) < 0) {
@@ -610,7 +623,7 @@ Expected<std::vector<Tensor>> CudaContext::run(const std::vector<Tensor>& inputs
 DeviceMemoryReport CudaContext::memory() const {
   DeviceMemoryReport r;
   r.arena = int64_t(arena_.bytes());
-  r.workspace = int64_t(workspace_.bytes());
+  r.workspace = int64_t(workspace_.bytes() + gemm_workspace_.bytes());
   for (const auto& [k, inst] : instances_)
     for (const DeviceBuffer& b : inst->own) r.io += int64_t(b.bytes());
   return r;

@@ -38,7 +38,7 @@ class CudaContext final : public DeviceContext {
 
   const CudaExecutor& ex_;
   CudaHandles handles_;
-  DeviceBuffer arena_, workspace_, grid_counter_;
+  DeviceBuffer arena_, workspace_, gemm_workspace_, grid_counter_;
   std::map<std::string, std::unique_ptr<Instance>> instances_;
   std::array<cudaEvent_t, 4> events_{};
   DeviceRunTimes times_;

@@ -277,7 +277,6 @@ Expected<std::shared_ptr<ShapePlan>> CudaExecutor::make_plan(const std::vector<D
     on_device[size_t(ni)] = step.on_device;
     plan->steps.push_back(std::move(step));
   }
-  plan->workspace_bytes = std::max(plan->workspace_bytes, kGemmWorkspaceBytes);
 
   // The arena: the engine's static plan when this shape fits it and every view it assumed is
   // still a view here; otherwise a plan for exactly these shapes.

@@ -8,7 +8,8 @@
 //   supports()  at plan time, with every input's dtype, shape and (for constants) value: can
 //               this kernel run them? If not the node runs on the CPU with copies around it.
 //   workspace_bytes()  scratch the kernel needs for these shapes (one buffer per context,
-//               shared by all kernels: they run one after another on one stream).
+//               shared by all kernels: they run one after another on one stream). cuBLASLt's
+//               scratch is separate (CudaHandles::gemm_workspace) and not counted here.
 //   compute()   enqueue on ctx.stream(). It must be capturable into a CUDA graph: no
 //               allocation, no synchronisation, no host reads of device data, and the same
 //               device pointers every time for the same shapes.
@@ -60,6 +61,11 @@ struct CudaHandles {
   // finish does the final step counts finished CTAs in it and sets it back to zero before it
   // ends (the context's kernels run one after another on its stream).
   unsigned* grid_counter = nullptr;
+  // cuBLASLt's scratch (kGemmWorkspaceBytes, lt_gemm.h), used by lt_gemm alone: no other kernel
+  // writes it, so the clears cuBLASLt enqueues before some of its kernels depend only on the
+  // product before (cuda_graph_gemm_clears.h), not on whatever ran in between.
+  void* gemm_workspace = nullptr;
+  size_t gemm_workspace_bytes = 0;
   // INGOT_CUDA_SKIP_OPS (a timing aid, cuda_context.cc): op types whose steps enqueue nothing,
   // and parts of ops that kernels leave out ("Attention.core": the flash kernel). Empty normally.
   std::set<std::string> skip_ops;

@@ -114,10 +114,6 @@ class MatMulKernel : public CudaKernel {
     return size_reason(p.m, p.n, p.k, p.batch);
   }
 
-  size_t workspace_bytes(const std::vector<InputMeta>&, const std::vector<OutputMeta>&) const override {
-    return kGemmWorkspaceBytes;
-  }
-
   Status compute(CudaComputeContext& ctx) const override {
     const Tensor& A = ctx.input(0);
     const Tensor& B = ctx.input(1);
@@ -145,7 +141,7 @@ class MatMulKernel : public CudaKernel {
         oc += idx[i] * p.outer_c[i];
       }
       INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a + oa * int64_t(elem), b + ob * int64_t(elem),
-                                    c + oc * int64_t(elem), ctx.workspace(), ctx.workspace_bytes()));
+                                    c + oc * int64_t(elem)));
       for (size_t i = idx.size(); i-- > 0;) {  // next outer index, last dim fastest
         if (++idx[i] < p.outer_sizes[i]) break;
         idx[i] = 0;
@@ -173,10 +169,6 @@ class GemmKernel : public CudaKernel {
     if (inputs.size() > 2 && inputs[2].present && inputs[2].shape.size() > 2) return "C has rank > 2";
     const Shape& a = inputs[0].shape;
     return size_reason(outputs[0].shape[0], outputs[0].shape[1], trans_a_ ? a[0] : a[1], 1);
-  }
-
-  size_t workspace_bytes(const std::vector<InputMeta>&, const std::vector<OutputMeta>&) const override {
-    return kGemmWorkspaceBytes;
   }
 
   Status compute(CudaComputeContext& ctx) const override {
@@ -214,7 +206,7 @@ class GemmKernel : public CudaKernel {
     d.alpha = alpha_;
     d.beta = has_c && !c_is_bias ? beta_ : 0.f;
     d.bias = c_is_bias ? ctx.input(2).raw() : nullptr;
-    return lt_gemm(ctx.handles(), d, A.raw(), B.raw(), Y.raw(), ctx.workspace(), ctx.workspace_bytes());
+    return lt_gemm(ctx.handles(), d, A.raw(), B.raw(), Y.raw());
   }
 
  private:
@@ -311,13 +303,12 @@ class FusedMatMulKernel : public CudaKernel {
   }
 
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>& out) const override {
-    if (in.size() < 2 || out.empty() || out[0].shape.empty() || out[0].shape.back() <= kSkinnyMaxN)
-      return kGemmWorkspaceBytes;
+    if (in.size() < 2 || out.empty() || out[0].shape.empty() || out[0].shape.back() <= kSkinnyMaxN) return 0;
     const bool padded = w_padded_.defined() && in[1].value;
-    if (!padded && out[0].dtype == in[0].dtype) return kGemmWorkspaceBytes;
+    if (!padded && out[0].dtype == in[0].dtype) return 0;
     const int64_t n = out[0].shape.back(), m = n ? shape_numel(out[0].shape) / n : 0;
     const int64_t pitch = scratch_pitch(padded ? w_padded_.dim(1) : n) * int64_t(dtype_size(in[0].dtype));
-    return kGemmWorkspaceBytes + size_t(chunk_rows(m, pitch) * pitch);
+    return size_t(chunk_rows(m, pitch) * pitch);
   }
 
   Status compute(CudaComputeContext& ctx) const override {
@@ -331,7 +322,7 @@ class FusedMatMulKernel : public CudaKernel {
     if (K == 0) {
       if (Y.dtype() == dt) return empty_product(ctx, Y.raw(), M, N, bias, dt);
       // One row of act(bias) in scratch, widened into every row of Y.
-      void* row = static_cast<std::byte*>(ctx.workspace()) + kGemmWorkspaceBytes;
+      void* row = ctx.workspace();
       INGOT_RETURN_IF_ERROR(empty_product(ctx, row, 1, N, bias, dt));
       return cuda_status(launch_widen_rows(row, 0, dt, Y.data<float>(), M, N, ctx.stream()),
                          "FusedMatMul: widen the product to float32");
@@ -366,11 +357,11 @@ class FusedMatMulKernel : public CudaKernel {
       const Scratch through = padded ? Scratch{w_padded_.raw(), w_padded_.dim(1), bias ? b_padded_.raw() : nullptr}
                                      : Scratch{W.raw(), N, bias};
       const int64_t pitch = scratch_pitch(through.width) * int64_t(dtype_size(dt));
-      if (ctx.workspace_bytes() < kGemmWorkspaceBytes + size_t(chunk_rows(M, pitch) * pitch))
+      if (ctx.workspace_bytes() < size_t(chunk_rows(M, pitch) * pitch))
         return internal_error("FusedMatMul: workspace smaller than planned");
       INGOT_RETURN_IF_ERROR(product_through_scratch(ctx, d, through, A, Y));
     } else {
-      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, A.raw(), W.raw(), Y.raw(), ctx.workspace(), ctx.workspace_bytes()));
+      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, A.raw(), W.raw(), Y.raw()));
     }
     if (!gelu_after) return Status::ok();
     return cuda_status(launch_activation_inplace(Y.raw(), Y.numel(), after, dt, ctx.stream()), "FusedMatMul: GELU");
@@ -413,7 +404,7 @@ class FusedMatMulKernel : public CudaKernel {
                                  Tensor& Y) const {
     const int64_t M = d.m, N = d.n, K = d.k, es = int64_t(dtype_size(d.dtype)), ys = int64_t(dtype_size(Y.dtype()));
     const int64_t pitch_elems = scratch_pitch(through.width), pitch = pitch_elems * es, step = chunk_rows(M, pitch);
-    std::byte* scratch = static_cast<std::byte*>(ctx.workspace()) + kGemmWorkspaceBytes;
+    std::byte* scratch = static_cast<std::byte*>(ctx.workspace());
     d.n = d.ldb = through.width;
     d.ldc = pitch_elems;
     d.bias = through.bias;
@@ -421,7 +412,7 @@ class FusedMatMulKernel : public CudaKernel {
       d.m = std::min(step, M - r0);
       const void* a = static_cast<const std::byte*>(A.raw()) + r0 * K * es;
       std::byte* y = static_cast<std::byte*>(Y.raw()) + r0 * N * ys;
-      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a, through.w, scratch, ctx.workspace(), kGemmWorkspaceBytes));
+      INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a, through.w, scratch));
       if (Y.dtype() != d.dtype) {
         INGOT_RETURN_IF_ERROR(cuda_status(
             launch_widen_rows(scratch, pitch_elems, d.dtype, reinterpret_cast<float*>(y), d.m, N, ctx.stream()),

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cuda/cuda_graph_gemm_clears.h"
 #include "backends/cuda/cuda_stream_hold.h"
 #include "backends/cuda/gemm_split_k.h"
 
@@ -391,8 +392,7 @@ void autotune(const CudaHandles& h, const GemmDesc& d, int device, Plan& plan, c
 
 }  // namespace
 
-Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, const void* b, void* c,
-               void* workspace, size_t workspace_bytes) {
+Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, const void* b, void* c) {
   const GemmDesc& d = desc;
   if (d.m == 0 || d.n == 0 || d.batch == 0) return Status::ok();
   cudaDataType_t type{};
@@ -442,10 +442,13 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
   key.align_bias = d.bias ? alignment_of(d.bias, 1, 0, elem) : 0;
 
   // The workspace cuBLASLt sees: 256-byte aligned, at most kGemmWorkspaceBytes (a fixed cap
-  // keeps the key, and so the algorithm, the same whatever extra scratch a caller passes).
+  // keeps the key, and so the algorithm, the same whatever scratch a context has).
+  void* const workspace = handles.gemm_workspace;
   uintptr_t ws = reinterpret_cast<uintptr_t>(workspace);
   uintptr_t ws_aligned = (ws + kWorkspaceAlignment - 1) & ~(kWorkspaceAlignment - 1);
-  size_t ws_bytes = workspace && workspace_bytes > ws_aligned - ws ? workspace_bytes - (ws_aligned - ws) : 0;
+  size_t ws_bytes = workspace && handles.gemm_workspace_bytes > ws_aligned - ws
+                        ? handles.gemm_workspace_bytes - (ws_aligned - ws)
+                        : 0;
   if (ws_bytes > kGemmWorkspaceBytes) ws_bytes = kGemmWorkspaceBytes;
   key.workspace = ws_bytes;
   INGOT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&key.device));
@@ -471,9 +474,11 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
 
   void* ws_ptr = ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr;
   auto run = [&] {
-    return check(cublasLtMatmul(handles.lt, plan->op, &d.alpha, b, plan->a, a, plan->b, &d.beta, cin, plan->c_layout(), c,
-                                plan->c, &plan->algo, ws_ptr, ws_bytes, handles.stream),
-                 d, "cublasLtMatmul");
+    record_gemm_capture_begin(handles.stream);
+    const cublasStatus_t st = cublasLtMatmul(handles.lt, plan->op, &d.alpha, b, plan->a, a, plan->b, &d.beta, cin,
+                                             plan->c_layout(), c, plan->c, &plan->algo, ws_ptr, ws_bytes, handles.stream);
+    record_gemm_capture_end(handles.stream);
+    return check(st, d, "cublasLtMatmul");
   };
   std::lock_guard<std::mutex> lock(plan->mutex);
   if (recorded_plans && plan->ranked.size() > 1 && !plan->graph_tuned &&

@@ -40,12 +40,12 @@ struct GemmDesc {
   GemmActivation activation = GemmActivation::kNone;
 };
 
-// Scratch cuBLASLt may use (the executor's shared workspace must be at least this large).
+// Scratch cuBLASLt may use: each context's CudaHandles::gemm_workspace is this large.
 constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 
-// Enqueues the product on handles.stream. Errors name the shape and dtype.
-Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, const void* b, void* c,
-               void* workspace, size_t workspace_bytes);
+// Enqueues the product on handles.stream, with handles.gemm_workspace as cuBLASLt's scratch.
+// Errors name the shape and dtype.
+Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, const void* b, void* c);
 
 // Choosing among cuBLASLt's algorithms inside the captured graph (CudaContext::capture).
 //
