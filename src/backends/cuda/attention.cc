@@ -11,8 +11,8 @@
 // with residual_rows "query" too, R is the whole sequence and its query rows are read in place.
 // One query position over many rows takes steps 1 and 2 with the keys and values absorbed
 // (absorbed_context: no K or V is computed for the S positions; attention_impl.h says how).
-// Workspace: [cuBLASLt scratch | qkv [B*S, 3N] | context [B*Sq, N] when W_out is given | the
-// residual's query rows [B*Sq, M] with residual_rows "query", should cuBLASLt need them dense].
+// Workspace: [qkv [B*S, 3N] | context [B*Sq, N] when W_out is given | the residual's query rows
+// [B*Sq, M] with residual_rows "query", should cuBLASLt need them dense].
 #include <atomic>
 #include <cstdlib>
 #include <string>
