@@ -32,6 +32,9 @@ Per model:
   5. --check-accuracy: `ingot run --device cuda --inputs in.npz --save-outputs out.npz` on the same
      inputs as PyTorch fp32 (TF32 off): max abs diff and argmax agreement; PyTorch fp16 eager
      against the same fp32 reference is printed alongside, for scale.
+  6. clocks: nvidia-smi samples the SM clock and board power every 100 ms while ingot's bench and
+     each PyTorch mode's warm-up and timed calls run; their medians are a table of their own (at
+     batch 32 the GPU runs at its power cap and its clock drops: times differ with the clocks).
 
 Results accumulate in WORK/results.json across calls (while the machine keeps the work dir;
 --fresh starts over); --json also writes them where you want them (e.g. $OUT/...). The table
@@ -64,6 +67,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -186,6 +190,64 @@ def floor_of(e, device):
     return max(t_flops, t_bytes)
 
 
+class ClockSampler:
+    """The SM clock and board power while a measurement runs: nvidia-smi every 100 ms in the
+    background. At batch 32 an H100 runs BERT-base at its 700 W cap with the clock 10-15 % below
+    its maximum (developer session 28), so a row's times mean most beside the clocks they ran at.
+    Without nvidia-smi it records nothing."""
+
+    def __init__(self):
+        self.proc, self.out, self.lines = None, None, []
+
+    def __enter__(self):
+        try:
+            self.out = tempfile.TemporaryFile(mode="w+")
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                                          "--format=csv,noheader,nounits", "-lms", "100"],
+                                         stdout=self.out, stderr=subprocess.DEVNULL, text=True)
+        except Exception:  # noqa: BLE001
+            self.proc = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()
+            self.out.seek(0)
+            self.lines = self.out.read().splitlines()
+        if self.out is not None:
+            self.out.close()
+        return False
+
+    def summary(self):
+        return clock_summary(self.lines)
+
+
+def clock_summary(lines):
+    """Median and lowest SM clock (MHz) and median power (W) of nvidia-smi lines "MHz, W"; None
+    when no line parses."""
+    clocks, watts = [], []
+    for line in lines:
+        parts = [x.strip() for x in line.split(",")]
+        try:
+            c, w = float(parts[0]), float(parts[1])
+        except (ValueError, IndexError):
+            continue
+        clocks.append(c)
+        watts.append(w)
+    if not clocks:
+        return None
+    return {"sm_mhz_median": statistics.median(clocks), "sm_mhz_min": min(clocks),
+            "power_w_median": statistics.median(watts), "samples": len(clocks)}
+
+
+def clock_cell(c):
+    return "–" if not c else f"{c['sm_mhz_median']:.0f} / {c['power_w_median']:.0f}"
+
+
 def sort_key(e):
     m = e.get("model")
     return (MODELS.index(m) if m in MODELS else 99, e.get("batch") or 0, e.get("seq") or 0)
@@ -281,6 +343,21 @@ def render(doc):
         row.append(fmt(floor_of(e, device)))
         out.append("| " + " | ".join(row) + " |")
     out.append("")
+    clock_rows = []
+    for e in entries:
+        ing_c = (e.get("ingot") or {}).get("clocks")
+        peer_c = [((e.get("torch") or {}).get(m) or {}).get("clocks") for m in modes]
+        if ing_c or any(peer_c):
+            clock_rows.append([DISPLAY.get(e["model"], e["model"]), str(e["batch"]), clock_cell(ing_c)] +
+                              [clock_cell(c) for c in peer_c])
+    if clock_rows:
+        out.append("SM clock (median MHz) / board power (median W) while each was timed (nvidia-smi every 100 ms):")
+        out.append("")
+        out.append("| model | batch | ingot | " + " | ".join(f"torch {m}" for m in modes) + " |")
+        out.append("| --- | --: | --: |" + " --: |" * len(modes))
+        for r in clock_rows:
+            out.append("| " + " | ".join(r) + " |")
+        out.append("")
     out.append("ingot GPU = CUDA events around the engine's graph replay; e2e = wall clock of one run with "
                "host<->device copies; torch = CUDA events around one call (inputs/outputs on the GPU), "
                "median; (x) = torch's kernel-busy ms per call from the profiler (sum of kernel/memcpy durations: no "
@@ -520,8 +597,9 @@ def ingot_bench(args, model, engine_path, wdir, batch, seq):
            "--iterations", str(args.iterations), "--warmup-ms", str(args.warmup_ms),
            "--duration", str(args.ingot_duration), "--json", out_json]
     log("  " + " ".join(cmd))
-    p, dt, err = run_cmd(cmd, os.path.join(wdir, f"ingot_bench_{shape_tag(batch, seq)}.log"), args.ingot_timeout)
-    res = {"bench_cmd": " ".join(cmd), "bench_s": dt}
+    with ClockSampler() as clocks:
+        p, dt, err = run_cmd(cmd, os.path.join(wdir, f"ingot_bench_{shape_tag(batch, seq)}.log"), args.ingot_timeout)
+    res = {"bench_cmd": " ".join(cmd), "bench_s": dt, "clocks": clocks.summary()}
     if err:
         res["error"] = "bench " + err
         log(f"  ingot bench FAILED: {err}")
@@ -591,28 +669,29 @@ def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph):
     first_s = time.perf_counter() - t0
     out_shape = list(out.shape)
     del out
-    n, start = 0, time.perf_counter()
-    while n < warmup_iters or time.perf_counter() - start < warmup_s:
-        mark()
-        fn(*args)
-        n += 1
-    torch.cuda.synchronize()
-    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-    wall = []
-    for s, e in evs:
-        mark()
-        w0 = time.perf_counter()
-        s.record()
-        fn(*args)
-        e.record()
-        e.synchronize()
-        wall.append((time.perf_counter() - w0) * 1e3)
+    with ClockSampler() as clocks:
+        n, start = 0, time.perf_counter()
+        while n < warmup_iters or time.perf_counter() - start < warmup_s:
+            mark()
+            fn(*args)
+            n += 1
+        torch.cuda.synchronize()
+        evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+        wall = []
+        for s, e in evs:
+            mark()
+            w0 = time.perf_counter()
+            s.record()
+            fn(*args)
+            e.record()
+            e.synchronize()
+            wall.append((time.perf_counter() - w0) * 1e3)
     gpu = sorted(s.elapsed_time(e) for s, e in evs)
     q = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
     return {"median_ms": statistics.median(gpu), "mean_ms": statistics.fmean(gpu), "min_ms": gpu[0],
             "p10_ms": q(gpu, 0.10), "p90_ms": q(gpu, 0.90), "max_ms": gpu[-1],
             "wall_median_ms": statistics.median(wall), "count": iters, "first_call_s": first_s,
-            "warmup_iters": n, "output_shape": out_shape}
+            "warmup_iters": n, "output_shape": out_shape, "clocks": clocks.summary()}
 
 
 def gpu_busy(torch, fn, args, cudagraph, iters):
