@@ -31,6 +31,27 @@ std::vector<cudaGraphNode_t> deps_of(cudaGraphNode_t n) {
 
 bool has(const std::vector<cudaGraphNode_t>& v, cudaGraphNode_t n) { return std::find(v.begin(), v.end(), n) != v.end(); }
 
+// The graph `enqueue` makes on stream s, and the products' spans recorded while it captured.
+template <class Enqueue>
+void capture_logged(cudaStream_t s, Enqueue enqueue, cudaGraph_t& g, std::vector<GemmCaptureSpan>& spans) {
+  const GemmCaptureLog log;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  enqueue();
+  ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+  spans = log.spans();
+}
+
+// A stand-in for one product as lt_gemm records it: the given clear (none when bytes is 0),
+// then a copy in place of its kernel.
+void fake_product(cudaStream_t s, uint8_t* clear, size_t clear_bytes, uint8_t* dst, const uint8_t* src, size_t n) {
+  record_gemm_capture_begin(s);
+  if (clear_bytes) {
+    ASSERT_EQ(cudaMemsetAsync(clear, 0, clear_bytes, s), cudaSuccess);
+  }
+  ASSERT_EQ(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s), cudaSuccess);
+  record_gemm_capture_end(s);
+}
+
 // Two "products" (a workspace clear, then a copy standing in for the kernel), a fill of another
 // buffer between them standing in for a LayerNorm, captured from one stream.
 TEST(GemmClears, ClearWaitsForThePreviousProductOnly) {
@@ -48,22 +69,15 @@ TEST(GemmClears, ClearWaitsForThePreviousProductOnly) {
 
   cudaGraph_t g = nullptr;
   std::vector<GemmCaptureSpan> spans;
-  {
-    const GemmCaptureLog log;
-    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    ASSERT_EQ(cudaMemsetAsync(other, 1, kN, s), cudaSuccess);  // before the first product
-    record_gemm_capture_begin(s);
-    ASSERT_EQ(cudaMemsetAsync(ws, 0, 4, s), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(dst0, src, kN, cudaMemcpyDeviceToDevice, s), cudaSuccess);
-    record_gemm_capture_end(s);
-    ASSERT_EQ(cudaMemsetAsync(other, 2, kN, s), cudaSuccess);  // between the products
-    record_gemm_capture_begin(s);
-    ASSERT_EQ(cudaMemsetAsync(ws + 256, 0, 8, s), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(dst1, dst0, kN, cudaMemcpyDeviceToDevice, s), cudaSuccess);
-    record_gemm_capture_end(s);
-    ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
-    spans = log.spans();
-  }
+  ASSERT_NO_FATAL_FAILURE(capture_logged(
+      s,
+      [&] {
+        ASSERT_EQ(cudaMemsetAsync(other, 1, kN, s), cudaSuccess);  // before the first product
+        ASSERT_NO_FATAL_FAILURE(fake_product(s, ws, 4, dst0, src, kN));
+        ASSERT_EQ(cudaMemsetAsync(other, 2, kN, s), cudaSuccess);  // between the products
+        ASSERT_NO_FATAL_FAILURE(fake_product(s, ws + 256, 8, dst1, dst0, kN));
+      },
+      g, spans));
   ASSERT_EQ(spans.size(), 2u);
   ASSERT_EQ(spans[0].before.size(), 1u);
   const cudaGraphNode_t first_fill = spans[0].before[0], copy0 = spans[0].last;
@@ -108,20 +122,14 @@ TEST(GemmClears, OtherMemsetsStay) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   cudaGraph_t g = nullptr;
   std::vector<GemmCaptureSpan> spans;
-  {
-    const GemmCaptureLog log;
-    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    ASSERT_EQ(cudaMemsetAsync(buf, 1, 16, s), cudaSuccess);
-    record_gemm_capture_begin(s);
-    ASSERT_EQ(cudaMemsetAsync(buf + 64, 0, 4, s), cudaSuccess);  // not the workspace
-    ASSERT_EQ(cudaMemcpyAsync(buf + 128, buf, 16, cudaMemcpyDeviceToDevice, s), cudaSuccess);
-    record_gemm_capture_end(s);
-    record_gemm_capture_begin(s);
-    ASSERT_EQ(cudaMemcpyAsync(buf + 256, buf, 16, cudaMemcpyDeviceToDevice, s), cudaSuccess);
-    record_gemm_capture_end(s);
-    ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
-    spans = log.spans();
-  }
+  ASSERT_NO_FATAL_FAILURE(capture_logged(
+      s,
+      [&] {
+        ASSERT_EQ(cudaMemsetAsync(buf, 1, 16, s), cudaSuccess);
+        ASSERT_NO_FATAL_FAILURE(fake_product(s, buf + 64, 4, buf + 128, buf, 16));  // not the workspace
+        ASSERT_NO_FATAL_FAILURE(fake_product(s, nullptr, 0, buf + 256, buf, 16));
+      },
+      g, spans));
   size_t edges = 0;
   ASSERT_EQ(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edges), cudaSuccess);
   EXPECT_EQ(release_gemm_clears(g, spans, ws, 1024), 0);
@@ -189,13 +197,7 @@ TEST(GemmClears, ReleasedGraphComputesWhatTheStreamDoes) {
 
   cudaGraph_t g = nullptr;
   std::vector<GemmCaptureSpan> spans;
-  {
-    const GemmCaptureLog log;
-    ASSERT_EQ(cudaStreamBeginCapture(h.stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    enqueue();
-    ASSERT_EQ(cudaStreamEndCapture(h.stream, &g), cudaSuccess);
-    spans = log.spans();
-  }
+  ASSERT_NO_FATAL_FAILURE(capture_logged(h.stream, enqueue, g, spans));
   EXPECT_EQ(spans.size(), size_t(kSteps));
   const int moved = release_gemm_clears(g, spans, ws, kGemmWorkspaceBytes);
   EXPECT_GE(moved, 0);
