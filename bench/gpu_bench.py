@@ -191,10 +191,11 @@ def floor_of(e, device):
 
 
 class ClockSampler:
-    """The SM clock and board power while a measurement runs: nvidia-smi every 100 ms in the
-    background. At batch 32 an H100 runs BERT-base at its 700 W cap with the clock 10-15 % below
-    its maximum (developer session 28), so a row's times mean most beside the clocks they ran at.
-    Without nvidia-smi it records nothing."""
+    """The SM clock, board power and utilization while a measurement runs: nvidia-smi every 100 ms
+    in the background. A loop held for tens of seconds brings an H100 to its 700 W cap with the
+    clock 10-15 % below its maximum (developer session 28); the benchmark's timed runs, each
+    synchronized, did not reach it (session 29), so a row's times mean most beside the clocks
+    they ran at. Without nvidia-smi it records nothing."""
 
     def __init__(self):
         self.proc, self.out, self.lines = None, None, []
@@ -202,7 +203,7 @@ class ClockSampler:
     def __enter__(self):
         try:
             self.out = tempfile.TemporaryFile(mode="w+")
-            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,utilization.gpu",
                                           "--format=csv,noheader,nounits", "-lms", "100"],
                                          stdout=self.out, stderr=subprocess.DEVNULL, text=True)
         except Exception:  # noqa: BLE001
@@ -226,22 +227,32 @@ class ClockSampler:
         return clock_summary(self.lines)
 
 
+BUSY_PERCENT = 50  # samples of a busier GPU are the ones the medians take, when there are any
+
+
 def clock_summary(lines):
-    """Median and lowest SM clock (MHz) and median power (W) of nvidia-smi lines "MHz, W"; None
-    when no line parses."""
-    clocks, watts = [], []
+    """Median and lowest SM clock (MHz) and median power (W) of nvidia-smi lines "MHz, W, %", over
+    the samples whose utilization is at least BUSY_PERCENT (the ingot side's sampler also spans
+    loading the engine and capturing its graph), else over all; None when no line parses."""
+    samples = []
     for line in lines:
         parts = [x.strip() for x in line.split(",")]
         try:
             c, w = float(parts[0]), float(parts[1])
         except (ValueError, IndexError):
             continue
-        clocks.append(c)
-        watts.append(w)
-    if not clocks:
+        try:
+            u = float(parts[2])
+        except (ValueError, IndexError):
+            u = None
+        samples.append((c, w, u))
+    if not samples:
         return None
+    busy = [x for x in samples if x[2] is not None and x[2] >= BUSY_PERCENT]
+    used = busy or samples
+    clocks, watts = [x[0] for x in used], [x[1] for x in used]
     return {"sm_mhz_median": statistics.median(clocks), "sm_mhz_min": min(clocks),
-            "power_w_median": statistics.median(watts), "samples": len(clocks)}
+            "power_w_median": statistics.median(watts), "samples": len(samples), "busy_samples": len(busy)}
 
 
 def clock_cell(c):
@@ -351,7 +362,7 @@ def render(doc):
             clock_rows.append([DISPLAY.get(e["model"], e["model"]), str(e["batch"]), clock_cell(ing_c)] +
                               [clock_cell(c) for c in peer_c])
     if clock_rows:
-        out.append("SM clock (median MHz) / board power (median W) while each was timed (nvidia-smi every 100 ms):")
+        out.append("SM clock (median MHz) / board power (median W) while each was timed (nvidia-smi every 100 ms; the samples with the GPU at least 50 % busy where there are any; power is nvidia-smi's average over about a second):")
         out.append("")
         out.append("| model | batch | ingot | " + " | ".join(f"torch {m}" for m in modes) + " |")
         out.append("| --- | --: | --: |" + " --: |" * len(modes))

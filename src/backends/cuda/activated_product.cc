@@ -15,6 +15,11 @@ PointwiseActivation pointwise_of(HeadActivation a) {
   }
 }
 
+bool activation_in_epilogue(DType dt, HeadActivation act) {
+  return act == HeadActivation::kRelu ||
+         (dt != DType::kFloat32 && (act == HeadActivation::kGeluErf || act == HeadActivation::kGeluTanh));
+}
+
 Status activated_product(const CudaHandles& handles, DType dt, const void* x, const void* w,
                          const void* bias, int64_t m, int64_t n, int64_t k, HeadActivation act, void* y,
                          const char* op) {
@@ -22,11 +27,9 @@ Status activated_product(const CudaHandles& handles, DType dt, const void* x, co
   d.m = m, d.n = n, d.k = k;
   d.dtype = dt;
   d.bias = bias;
-  bool after = false;
+  const bool after = act != HeadActivation::kNone && !activation_in_epilogue(dt, act);
   if (act == HeadActivation::kRelu) d.activation = GemmActivation::kRelu;
-  else if (dt != DType::kFloat32 && (act == HeadActivation::kGeluErf || act == HeadActivation::kGeluTanh))
-    d.activation = GemmActivation::kGeluTanh;
-  else after = act != HeadActivation::kNone;
+  else if (!after && act != HeadActivation::kNone) d.activation = GemmActivation::kGeluTanh;
   INGOT_RETURN_IF_ERROR(lt_gemm(handles, d, x, w, y));
   if (!after) return Status::ok();
   return cuda_status(launch_activation_inplace(y, m * n, pointwise_of(act), dt, handles.stream),

@@ -16,6 +16,10 @@ namespace ingot::cuda {
 // The elementwise kernels' form of a head activation (kNone maps to kRelu: callers test for it).
 PointwiseActivation pointwise_of(HeadActivation a);
 
+// Whether cuBLASLt's epilogue applies `act` for dtype dt (otherwise activated_product runs a pass
+// after the product, which a consumer of y may do on load instead).
+bool activation_in_epilogue(DType dt, HeadActivation act);
+
 // x [m, k], W [k, n], bias [n] or null, y [m, n], all of dtype dt, row-major. Errors start
 // with `op`.
 Status activated_product(const CudaHandles& handles, DType dt, const void* x, const void* w,

@@ -7,7 +7,8 @@
 // graph made: for the block LayerNorm and two cuBLASLt products (bias and activation, then bias
 // and residual, in their epilogues); for the head LayerNorm, a cuBLASLt product with the bias
 // (and ReLU, or for half types the tanh-form GELU, as FusedMatMul computes them) in its
-// epilogue, an in-place activation for the rest, and the narrow-product kernel for the logits.
+// epilogue, and the narrow-product kernel for the logits, which applies any other activation as
+// it loads H.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -274,15 +275,19 @@ class ClassifierHeadKernel : public CudaKernel {
   }
 
   // The head on the general kernels: LayerNorm, the activated product, and the narrow-product
-  // kernel for the logits.
+  // kernel for the logits. An activation cuBLASLt's epilogue cannot apply (BERT's pooler tanh)
+  // is applied by the narrow product as it loads H, with the same rounding as a pass of its own
+  // over H would store, one launch fewer.
   Status composed(CudaComputeContext& ctx, const Sizes& s, const void* x) const {
     const DType dt = ctx.input(kHeadX).dtype();
     INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, dtype_size(dt)));
     INGOT_CUDA_RETURN_IF_ERROR(layer_norm(ctx, x, kHeadGamma, kHeadBeta, spec_.epsilon, sc.xn, s));
-    INGOT_RETURN_IF_ERROR(activated_product(ctx, sc.xn, kHeadW1, kHeadB1, s.rows, s.N1, s.K, spec_.act, sc.h));
+    const bool on_load = spec_.act != HeadActivation::kNone && !activation_in_epilogue(dt, spec_.act);
+    INGOT_RETURN_IF_ERROR(activated_product(ctx, sc.xn, kHeadW1, kHeadB1, s.rows, s.N1, s.K,
+                                            on_load ? HeadActivation::kNone : spec_.act, sc.h));
     return cuda_status(launch_skinny_product(sc.h, ctx.input(kHeadW2).raw(), optional(ctx, kHeadB2), ctx.output(0).raw(),
                                              s.rows, s.N1, s.N2, dt, spec_.float_output, false,
-                                             PointwiseActivation::kRelu, ctx.stream()),
+                                             PointwiseActivation::kRelu, ctx.stream(), on_load, pointwise_of(spec_.act)),
                        "ClassifierHead: logits");
   }
 

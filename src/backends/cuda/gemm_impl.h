@@ -37,9 +37,13 @@ constexpr int64_t kSkinnyMaxN = 8;
 
 // y[i, n] = act(sum_k a[i, k] · w[k, n] + bias[n]) for i < rows, n < N ≤ kSkinnyMaxN: a, w, bias
 // (optional) dense in `dtype`, y in it or float32 (float_output); fp32 accumulation and activation
-// (has_act: act applied, exact GELU for kGeluErf). gemm_skinny.cu: FusedMatMul's classifier heads.
+// (has_act: act applied, exact GELU for kGeluErf). With has_input_act each element of a is first
+// replaced by input_act(a) rounded to `dtype`, what an in-place activation pass over a would have
+// stored (ClassifierHead: the pooler's tanh without a launch of its own). gemm_skinny.cu:
+// FusedMatMul's classifier heads.
 cudaError_t launch_skinny_product(const void* a, const void* w, const void* bias, void* y, int64_t rows, int64_t K,
                                   int64_t N, DType dtype, bool float_output, bool has_act, PointwiseActivation act,
-                                  cudaStream_t stream);
+                                  cudaStream_t stream, bool has_input_act = false,
+                                  PointwiseActivation input_act = PointwiseActivation::kRelu);
 
 }  // namespace ingot::cuda

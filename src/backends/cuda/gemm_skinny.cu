@@ -3,9 +3,10 @@
 // whose rows are not 16-byte multiples, a scratch product and a second kernel to cut (and widen)
 // it into Y, about 7 us at batch 1 on an H100 for what is M·N dot products over K.
 //
-// One CTA per row of Y: its threads stride over K, each keeping N partial sums in fp32, reduced
-// over the warp by shuffles and over the CTA's warps through shared memory; thread n < N then
-// adds the bias, applies the activation in fp32 and writes Y (in A's dtype or float32).
+// One CTA per row of Y: its threads stride over K (activating each element of A first when asked),
+// each keeping N partial sums in fp32, reduced over the warp by shuffles and over the CTA's warps
+// through shared memory; thread n < N then adds the bias, applies the activation in fp32 and
+// writes Y (in A's dtype or float32).
 #include <algorithm>
 
 #include "backends/cuda/cuda_common.cuh"
@@ -22,7 +23,8 @@ constexpr int kSkinnyWarps = kSkinnyThreads / 32;
 template <class T, class TY>
 __global__ void __launch_bounds__(kSkinnyThreads)
     skinny_product_kernel(const T* __restrict__ a, const T* __restrict__ w, const T* __restrict__ bias,
-                          TY* __restrict__ y, int64_t rows, int64_t K, int N, PointwiseActivation act, bool has_act) {
+                          TY* __restrict__ y, int64_t rows, int64_t K, int N, PointwiseActivation act, bool has_act,
+                          PointwiseActivation in_act, bool has_in_act) {
   __shared__ float partial[kSkinnyWarps][kSkinnyMaxN];
   wait_prior_grids();
   allow_dependent_grids();
@@ -32,7 +34,8 @@ __global__ void __launch_bounds__(kSkinnyThreads)
     float acc[kSkinnyMaxN] = {};
 #pragma unroll 4
     for (int64_t k = threadIdx.x; k < K; k += kSkinnyThreads) {
-      const float x = to_float(ar[k]);
+      float x = to_float(ar[k]);
+      if (has_in_act) x = to_float(from_float<T>(activate(x, in_act)));
       const T* wk = w + k * N;
 #pragma unroll
       for (int n = 0; n < kSkinnyMaxN; ++n)
@@ -60,7 +63,7 @@ __global__ void __launch_bounds__(kSkinnyThreads)
 
 cudaError_t launch_skinny_product(const void* a, const void* w, const void* bias, void* y, int64_t rows, int64_t K,
                                   int64_t N, DType dtype, bool float_output, bool has_act, PointwiseActivation act,
-                                  cudaStream_t stream) {
+                                  cudaStream_t stream, bool has_input_act, PointwiseActivation input_act) {
   if (rows <= 0) return cudaSuccess;
   if (N < 1 || N > kSkinnyMaxN || K < 0) return cudaErrorInvalidValue;
   const unsigned grid = unsigned(std::min<int64_t>(rows, 65535));  // more rows: grid-stride
@@ -72,10 +75,10 @@ cudaError_t launch_skinny_product(const void* a, const void* w, const void* bias
     const T* bt = static_cast<const T*>(bias);
     if (float_output)
       e = launch_dependent(skinny_product_kernel<T, float>, grid, kSkinnyThreads, 0, stream, at, wt, bt,
-                           static_cast<float*>(y), rows, K, int(N), act, has_act);
+                           static_cast<float*>(y), rows, K, int(N), act, has_act, input_act, has_input_act);
     else
       e = launch_dependent(skinny_product_kernel<T, T>, grid, kSkinnyThreads, 0, stream, at, wt, bt, static_cast<T*>(y),
-                           rows, K, int(N), act, has_act);
+                           rows, K, int(N), act, has_act, input_act, has_input_act);
   });
   return e;
 }
