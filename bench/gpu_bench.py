@@ -159,11 +159,15 @@ def save_doc(doc, path):
     os.replace(tmp, path)
 
 
-def out_of_time(args, what):
-    """True (and noted) when --time-budget is spent: the step `what` is skipped, the table still printed."""
-    if args.time_budget and time.time() - T_START > args.time_budget:
+def out_of_time(args, what, need_s=0.0):
+    """True (and noted) when --time-budget is spent, or would be by a step expected to take need_s
+    seconds: the step `what` is skipped, the table still printed. (A max-autotune compile takes
+    minutes: one started just inside the budget ran past the caller's time limit and lost the
+    whole table, developer session 29.)"""
+    if args.time_budget and time.time() - T_START + need_s > args.time_budget:
         args.skipped.append(what)
-        log(f"  skipped (--time-budget {args.time_budget:g} s spent): {what}")
+        why = "spent" if need_s <= 0 else f"too short for the ~{need_s:.0f} s this step took on the last shape"
+        log(f"  skipped (--time-budget {args.time_budget:g} s {why}): {what}")
         return True
     return False
 
@@ -867,9 +871,10 @@ def bench_model(args, torch, np, name, doc, doc_path):
         save()
         if not args.skip_torch:
             for mode in args.modes:
+                last_first_s = 0.0  # the mode's compile on the model's previous shape: the next one's estimate
                 for key, ins in gpu_in.items():
                     e = entries[key]
-                    if out_of_time(args, f"{name} {shape_tag(*key)} torch {mode}"):
+                    if out_of_time(args, f"{name} {shape_tag(*key)} torch {mode}", last_first_s):
                         continue
                     log(f"  torch {mode} b{key[0]}{'' if key[1] is None else ' s%d' % key[1]} ...")
                     fn = None
@@ -891,6 +896,7 @@ def bench_model(args, torch, np, name, doc, doc_path):
                         r["channels_last"] = (not text) and not args.no_channels_last
                         r["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
                         e.setdefault("torch", {})[mode] = r
+                        last_first_s = r["first_call_s"]
                         log(f"  torch {mode} b{key[0]}: median {fmt(r['median_ms'])} ms "
                             f"(wall {fmt(r['wall_median_ms'])} ms, first call {r['first_call_s']:.1f} s; "
                             f"kernel busy {fmt(r.get('busy_median_ms'))} ms, span {fmt(r.get('span_median_ms'))} ms, "
