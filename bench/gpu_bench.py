@@ -32,9 +32,9 @@ Per model:
   5. --check-accuracy: `ingot run --device cuda --inputs in.npz --save-outputs out.npz` on the same
      inputs as PyTorch fp32 (TF32 off): max abs diff and argmax agreement; PyTorch fp16 eager
      against the same fp32 reference is printed alongside, for scale.
-  6. clocks: nvidia-smi samples the SM clock and board power every 100 ms while ingot's bench and
-     each PyTorch mode's warm-up and timed calls run; their medians are a table of their own (at
-     batch 32 the GPU runs at its power cap and its clock drops: times differ with the clocks).
+  6. clocks: nvidia-smi samples the SM clock, board power and utilization every 100 ms while
+     ingot's bench and each PyTorch mode's warm-up and timed calls run; the medians of the busy
+     samples are a table of their own (a clock below the maximum means a power-capped row).
 
 Results accumulate in WORK/results.json across calls (while the machine keeps the work dir;
 --fresh starts over); --json also writes them where you want them (e.g. $OUT/...). The table
@@ -234,6 +234,14 @@ class ClockSampler:
 BUSY_PERCENT = 50  # samples of a busier GPU are the ones the medians take, when there are any
 
 
+def number(parts, i):
+    """parts[i] as a float; None when missing or not a number (nvidia-smi's "[N/A]")."""
+    try:
+        return float(parts[i])
+    except (ValueError, IndexError):
+        return None
+
+
 def clock_summary(lines):
     """Median and lowest SM clock (MHz) and median power (W) of nvidia-smi lines "MHz, W, %", over
     the samples whose utilization is at least BUSY_PERCENT (the ingot side's sampler also spans
@@ -241,15 +249,9 @@ def clock_summary(lines):
     samples = []
     for line in lines:
         parts = [x.strip() for x in line.split(",")]
-        try:
-            c, w = float(parts[0]), float(parts[1])
-        except (ValueError, IndexError):
-            continue
-        try:
-            u = float(parts[2])
-        except (ValueError, IndexError):
-            u = None
-        samples.append((c, w, u))
+        c, w, u = (number(parts, i) for i in range(3))
+        if c is not None and w is not None:
+            samples.append((c, w, u))
     if not samples:
         return None
     busy = [x for x in samples if x[2] is not None and x[2] >= BUSY_PERCENT]
@@ -366,7 +368,9 @@ def render(doc):
             clock_rows.append([DISPLAY.get(e["model"], e["model"]), str(e["batch"]), clock_cell(ing_c)] +
                               [clock_cell(c) for c in peer_c])
     if clock_rows:
-        out.append("SM clock (median MHz) / board power (median W) while each was timed (nvidia-smi every 100 ms; the samples with the GPU at least 50 % busy where there are any; power is nvidia-smi's average over about a second):")
+        out.append("SM clock (median MHz) / board power (median W) while each was timed (nvidia-smi every 100 ms; the "
+                   f"samples with the GPU at least {BUSY_PERCENT} % busy where there are any; power is nvidia-smi's "
+                   "average over about a second):")
         out.append("")
         out.append("| model | batch | ingot | " + " | ".join(f"torch {m}" for m in modes) + " |")
         out.append("| --- | --: | --: |" + " --: |" * len(modes))

@@ -27,9 +27,9 @@ Status activated_product(const CudaHandles& handles, DType dt, const void* x, co
   d.m = m, d.n = n, d.k = k;
   d.dtype = dt;
   d.bias = bias;
-  const bool after = act != HeadActivation::kNone && !activation_in_epilogue(dt, act);
-  if (act == HeadActivation::kRelu) d.activation = GemmActivation::kRelu;
-  else if (!after && act != HeadActivation::kNone) d.activation = GemmActivation::kGeluTanh;
+  const bool in_epilogue = activation_in_epilogue(dt, act);
+  if (in_epilogue) d.activation = act == HeadActivation::kRelu ? GemmActivation::kRelu : GemmActivation::kGeluTanh;
+  const bool after = act != HeadActivation::kNone && !in_epilogue;
   INGOT_RETURN_IF_ERROR(lt_gemm(handles, d, x, w, y));
   if (!after) return Status::ok();
   return cuda_status(launch_activation_inplace(y, m * n, pointwise_of(act), dt, handles.stream),

@@ -1,6 +1,6 @@
 // A CUDA execution context: one stream with its library handles, the activation arena, the
-// shared kernel workspace and cuBLASLt's own, and per shape plan an instance with its own buffers, pinned staging
-// memory and (when the whole plan runs on the GPU) a captured CUDA graph.
+// shared kernel workspace and cuBLASLt's own, and per shape plan an instance with its own
+// buffers, pinned staging memory and (when the whole plan runs on the GPU) a captured CUDA graph.
 //
 // A run: inputs are copied into pinned memory and sent with async copies (large ones in pieces,
 // copied by the host's threads while the piece before is sent); the graph is replayed (or, on a
