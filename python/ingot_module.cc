@@ -495,7 +495,8 @@ std::string build(py::object model_path, py::object output_path, const std::stri
   {
     py::gil_scoped_release nogil;
     auto e = Engine::load(in, opts);
-    st = e ? (*e)->save(out) : e.status();
+    st = e ? (*e)->tune_at_opt_shapes() : e.status();
+    if (st.is_ok()) st = (*e)->save(out);
   }
   if (!st.is_ok()) raise(st);
   return out;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ingot/status.h"
 #include "ingot/tensor.h"
 #include "ir/graph.h"
@@ -52,6 +54,8 @@ struct DeviceCreateOptions {
   // Per ValueId, the largest size in bytes over the engine's profiles (-1: unknown), or empty
   // when shapes are unbounded: then each context plans per shape and grows its arena.
   std::vector<int64_t> max_bytes;
+  // What DeviceExecutor::tune chose when the engine was built (kept in the engine file), or null.
+  nlohmann::json tuning;
 };
 
 // Timings of a context's last run, in milliseconds.
@@ -84,6 +88,14 @@ class DeviceExecutor {
   // Plans the given input dtypes and shapes now (shape inference, placement, constants), so a
   // build reports fallbacks and errors before any run. Optional: runs plan on first use.
   virtual Status plan_shapes(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const = 0;
+  // Build-time tuning: one run of a fresh context on `inputs` (in the graph's input order) that
+  // chooses what is too slow to choose at run time (cuda: the configurations of large matrix
+  // products), returned merged with `previous` (an earlier tune()'s result, or null) to be
+  // passed back as DeviceCreateOptions::tuning when the engine is loaded. Null: nothing to keep.
+  virtual Expected<nlohmann::json> tune(const std::vector<Tensor>& inputs, const nlohmann::json& previous) const {
+    (void)inputs;
+    return previous;
+  }
 };
 
 class DeviceBackend {

@@ -1,7 +1,9 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <random>
 
+#include "ir/dispatch.h"
 #include "onnx_import/import.h"
 #include "passes/convert_precision.h"
 #include "plan/engine_file.h"
@@ -114,6 +116,7 @@ Expected<std::shared_ptr<Engine>> Engine::load(const std::string& path, const En
     return invalid_model(path + ": engine manifest is missing fields: " + ex.what());
   }
   eo.source_model = man.value("source_model", "");
+  if (man.contains("device_tuning")) eo.device_tuning = man["device_tuning"];
   eo.optimize = false;  // the stored graph is already optimized (and precision applied)
   eo.from_engine_file = true;
   file->model.path = path;
@@ -143,6 +146,7 @@ Status Engine::save(const std::string& path) const {
   for (const PassReport& r : pass_reports_) passes.push_back({{"name", r.name}, {"rewrites", r.rewrites}});
   man["passes"] = passes;
   if (plan_) man["arena_bytes"] = plan_->arena_bytes;
+  if (!opts_.device_tuning.is_null()) man["device_tuning"] = opts_.device_tuning;
   man["weight_bytes"] = weight_bytes();
   return write_engine_file(path, model_, man);
 }
@@ -234,6 +238,7 @@ Status Engine::make_device_executor(const std::vector<int64_t>& max_bytes) {
   o.cuda_graph = opts_.cuda_graph;
   o.allow_tf32 = opts_.allow_tf32;
   o.max_bytes = max_bytes;
+  o.tuning = opts_.device_tuning;
   auto d = find_device_backend(opts_.device)->create(model_.graph, model_.opsets, o);
   if (!d) return d.status();
   device_ = std::move(*d);
@@ -416,6 +421,57 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engin
     arena_.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
     if (arena_) arena_bytes_ = plan->arena_bytes;
   }
+}
+
+Status Engine::tune(const std::map<std::string, Tensor>& inputs) {
+  if (!device_) return Status::ok();
+  INGOT_RETURN_IF_ERROR(validate_inputs(inputs));
+  INGOT_RETURN_IF_ERROR(check_profiles(inputs));
+  std::vector<Tensor> ordered;
+  for (const auto& io : inputs_) ordered.push_back(inputs.at(io.name));
+  auto tuned = device_->tune(ordered, opts_.device_tuning);
+  if (!tuned) return tuned.status().with_context(model_.path + ": tuning: ");
+  opts_.device_tuning = std::move(*tuned);
+  return Status::ok();
+}
+
+Status Engine::tune_at_opt_shapes() {
+  if (!device_) return Status::ok();
+  std::vector<std::map<std::string, Shape>> opt_shapes;
+  for (const Profile& p : opts_.profiles) opt_shapes.push_back(p.opt);
+  if (opt_shapes.empty()) opt_shapes.emplace_back();
+  for (const auto& opt : opt_shapes) {
+    std::map<std::string, Tensor> inputs;
+    for (const IoInfo& io : inputs_) {
+      Shape shape;
+      if (auto it = opt.find(io.name); it != opt.end()) {
+        shape = it->second;
+      } else if (io.shape) {
+        for (const Dim& d : *io.shape) {
+          if (!d.known()) return Status::ok();  // dynamic and no profile: no shape worth tuning for
+          shape.push_back(d.value);
+        }
+      } else {
+        return Status::ok();
+      }
+      Tensor t(io.dtype, shape);
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+      const bool filled =
+          dispatch_float(io.dtype, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(uniform(rng));
+          }) ||
+          dispatch_all(io.dtype, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(1);
+          });
+      if (!filled) return Status::ok();  // an input type tuning cannot make up: the engine is not tuned
+      inputs.emplace(io.name, std::move(t));
+    }
+    INGOT_RETURN_IF_ERROR(tune(inputs));
+  }
+  return Status::ok();
 }
 
 Expected<std::vector<NamedTensor>> ExecutionContext::run(const std::map<std::string, Tensor>& inputs) {

@@ -39,6 +39,9 @@ struct EngineOptions {
   std::vector<Profile> profiles;
   // Extra input shapes the optimizer must keep the graph correct for (tests, tools).
   std::vector<std::map<std::string, Shape>> shape_bindings;
+  // What the device chose when the engine was built (Engine::tune; load() reads it from the
+  // engine file), or null.
+  nlohmann::json device_tuning;
 };
 
 // A named model input or output as users see it.
@@ -86,6 +89,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   const DeviceExecutor* device() const { return device_.get(); }
   // The device the engine was built for and runs on (cuda engines).
   const std::optional<DeviceProperties>& device_properties() const { return device_props_; }
+
+  // Build-time tuning of a device engine (DeviceExecutor::tune): one run on `inputs`, within a
+  // profile; what the device chose is kept in options().device_tuning and saved with the engine,
+  // and applies to the engines that load it (this one keeps what it chose). Nothing for cpu.
+  Status tune(const std::map<std::string, Tensor>& inputs);
+  // tune() at each profile's opt shapes (a model with static inputs: at those), on synthetic
+  // inputs: ones for integer and bool inputs (valid indices, masks that attend everywhere), a
+  // fixed draw in [-1, 1) for floating-point ones. What `ingot build` and ingot.build() do.
+  Status tune_at_opt_shapes();
 
   // Checks names, dtypes, ranks, fixed dims and that symbolic dims agree across inputs.
   Status validate_inputs(const std::map<std::string, Tensor>& inputs) const;

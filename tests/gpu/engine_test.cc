@@ -197,6 +197,53 @@ TEST(CudaEngine, EngineFileRoundTripAndComputeCapabilityCheck) {
   fs::remove_all(tmp);
 }
 
+// Build-time tuning (Engine::tune_at_opt_shapes): a product large enough to be tuned wide is, its tactic is
+// saved with the engine and read back, the loaded engine computes what the tuned one did, and a
+// malformed tactic in the file is refused with the field named.
+TEST(CudaEngine, TunedProductsAreKeptInTheEngineFile) {
+  INGOT_REQUIRE_GPU();
+  fs::path tmp = fs::temp_directory_path() / ("ingot_gpu_tuned_" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  GraphBuilder b("test:tuned_product");
+  const Shape x_shape{520, 1000};  // 2·520·1000·1032 ≥ 1e9 flops: tuned wide; a shape no other test runs
+  const ValueId w = b.constant("W", random_of(DType::kFloat32, {1000, 1032}, 12, -0.05, 0.05));
+  b.output(b.node("MatMul", {b.input("X", DType::kFloat32, x_shape), w}));
+  const std::map<std::string, Tensor> inputs{{"X", random_of(DType::kFloat32, x_shape, 11)}};
+  EngineOptions eo;
+  eo.device = "cuda";
+  eo.precision = "fp16";
+  auto e = Engine::from_model(b.m, eo);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  ASSERT_TRUE((*e)->tune_at_opt_shapes().is_ok());  // its static shape
+  const nlohmann::json tuning = (*e)->options().device_tuning;
+  ASSERT_TRUE(tuning.contains("cuda_gemm")) << tuning.dump();
+  ASSERT_EQ(tuning["cuda_gemm"].size(), 1u) << tuning.dump();
+  EXPECT_EQ(tuning["cuda_gemm"][0]["product"].get<std::string>().rfind("m=520 n=1032 k=1000 ", 0), 0u) << tuning.dump();
+  auto direct = (*e)->create_context()->run(inputs);
+  ASSERT_TRUE(direct.has_value()) << direct.status().message();
+  expect_close(direct->at(0).tensor, run_model_on(b.m, inputs, "cpu").at(0), 2e-2, 1e-2, "tuned");
+
+  const std::string path = (tmp / "tuned.ingot").string();
+  ASSERT_TRUE((*e)->save(path).is_ok());
+  auto loaded = Engine::load(path);
+  ASSERT_TRUE(loaded.has_value()) << loaded.status().message();
+  EXPECT_EQ((*loaded)->options().device_tuning, tuning);
+  auto again = (*loaded)->create_context()->run(inputs);
+  ASSERT_TRUE(again.has_value()) << again.status().message();
+  expect_close(again->at(0).tensor, direct->at(0).tensor, 0, 0, "reloaded");
+
+  auto file = read_engine_file(path);
+  ASSERT_TRUE(file.has_value());
+  file->manifest["device_tuning"]["cuda_gemm"][0]["config"] = {66, 1};
+  const std::string bad = (tmp / "bad.ingot").string();
+  ASSERT_TRUE(write_engine_file(bad, file->model, file->manifest).is_ok());
+  auto refused = Engine::load(bad);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("device_tuning: cuda_gemm[0]: config has 2 values"), std::string::npos)
+      << refused.status().message();
+  fs::remove_all(tmp);
+}
+
 TEST(CudaEngine, Fp16WeightsTakeHalfTheBytes) {
   INGOT_REQUIRE_GPU();
   int64_t bytes[2];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cuda/cuda_tuning.h"
 #include "backends/cuda/lt_gemm.h"
 
 namespace ingot::cuda {
@@ -39,8 +40,11 @@ CudaExecutor::~CudaExecutor() = default;
 Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Graph& graph,
                                                              const std::map<std::string, int64_t>& opsets,
                                                              const DeviceCreateOptions& options) {
+  auto tactics = tactics_from_json(options.tuning);
+  if (!tactics) return tactics.status();
   std::unique_ptr<CudaExecutor> ex(new CudaExecutor(graph, options));
   INGOT_RETURN_IF_ERROR(ex->load(opsets));
+  add_gemm_tactics(*tactics);
   return ex;
 }
 

@@ -84,6 +84,8 @@ class CudaExecutor final : public DeviceExecutor {
   const MemoryPlan* memory_plan() const override { return static_plan_ ? &*static_plan_ : nullptr; }
   std::vector<FallbackOp> fallback_ops() const override;
   Status plan_shapes(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const override;
+  // Wide tuning of the large matrix products (cuda_tuning.h).
+  Expected<nlohmann::json> tune(const std::vector<Tensor>& inputs, const nlohmann::json& previous) const override;
 
   // The plan for these input dtypes and shapes, made on first use (thread-safe).
   Expected<std::shared_ptr<const ShapePlan>> plan_for(const std::vector<DType>& dtypes,

@@ -26,6 +26,7 @@
 #include "backends/cuda/cuda_graph_gemm_clears.h"
 #include "backends/cuda/cuda_stream_hold.h"
 #include "backends/cuda/gemm_split_k.h"
+#include "backends/cuda/lt_gemm_wide_tune.h"
 
 namespace ingot::cuda {
 namespace {
@@ -88,6 +89,8 @@ struct GemmPlan {
   std::vector<cublasLtMatmulAlgo_t> ranked;  // the fastest trials first (at most kGraphTuneCandidates)
   int chosen = 0;                            // index into ranked of `algo`
   bool graph_tuned = false;                  // decided inside a captured graph already
+  bool has_tactic = false;                   // tuned wide, or its configuration given (GemmTactic)
+  std::string product;                       // the key as GemmTactic::product spells it
   int64_t m = 0, n = 0, k = 0;
 
   GemmPlan() = default;
@@ -108,6 +111,19 @@ using Plan = GemmPlan;
 
 // The plans run on this thread while a GemmTuneRecorder lives (each once).
 thread_local std::vector<GemmPlan*>* recorded_plans = nullptr;
+// The innermost WideTuneScope of this thread, or null.
+thread_local WideTuneScope* wide_scope = nullptr;
+
+// The tactics given by add_gemm_tactics, by product.
+struct TacticTable {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::array<int64_t, 9>> configs;
+};
+
+TacticTable& tactic_table() {
+  static TacticTable* table = new TacticTable;  // never destroyed, like the plans
+  return *table;
+}
 
 struct PlanCache {
   std::mutex mutex;
@@ -170,6 +186,86 @@ Status make_layout(cublasLtMatrixLayout_t& out, cudaDataType_t type, int64_t row
                                 "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)"));
   }
   return Status::ok();
+}
+
+const char* activation_name(GemmActivation a) {
+  switch (a) {
+    case GemmActivation::kNone: return "none";
+    case GemmActivation::kRelu: return "relu";
+    case GemmActivation::kGeluTanh: return "gelu_tanh";
+  }
+  return "?";
+}
+
+std::string product_text(const PlanKey& key) {
+  auto list = [](std::initializer_list<int64_t> v) {
+    std::string s;
+    for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s;
+  };
+  return "m=" + std::to_string(key.m) + " n=" + std::to_string(key.n) + " k=" + std::to_string(key.k) +
+         " batch=" + std::to_string(key.batch) + " strides=" + list({key.stride_a, key.stride_b, key.stride_c}) +
+         " ld=" + list({key.lda, key.ldb, key.ldc, key.ldc_in}) + " trans=" + list({key.trans_a, key.trans_b}) +
+         " dtype=" + dtype_name(key.dtype) + (key.tf32 ? "/tf32" : "") + " bias=" + (key.has_bias ? "1" : "0") +
+         " act=" + activation_name(key.activation) +
+         " align=" + list({key.align_a, key.align_b, key.align_c, key.align_bias}) +
+         " workspace=" + std::to_string(key.workspace);
+}
+
+constexpr cublasLtMatmulAlgoConfigAttributes_t kTacticAttributes[9] = {
+    CUBLASLT_ALGO_CONFIG_ID,           CUBLASLT_ALGO_CONFIG_TILE_ID,         CUBLASLT_ALGO_CONFIG_STAGES_ID,
+    CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING,
+    CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,     CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME};
+
+// Each attribute's width in cuBLASLt's API (it checks the size given): the algorithm id and K
+// split are int32, the inner and cluster shapes uint16, the others uint32.
+size_t attribute_bytes(cublasLtMatmulAlgoConfigAttributes_t attr) {
+  return attr == CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID || attr == CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID ? 2 : 4;
+}
+
+std::array<int64_t, 9> config_of(const cublasLtMatmulAlgo_t& algo) {
+  std::array<int64_t, 9> out{};
+  for (size_t i = 0; i < out.size(); ++i) {
+    const cublasLtMatmulAlgoConfigAttributes_t attr = kTacticAttributes[i];
+    size_t written = 0;
+    if (attribute_bytes(attr) == 2) {
+      uint16_t v = 0;
+      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+      out[i] = v;
+    } else if (attr == CUBLASLT_ALGO_CONFIG_ID || attr == CUBLASLT_ALGO_CONFIG_SPLITK_NUM) {
+      int32_t v = 0;
+      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+      out[i] = v;
+    } else {
+      uint32_t v = 0;
+      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+      out[i] = v;
+    }
+  }
+  return out;
+}
+
+// The configuration `config` of the plan's product, when cuBLASLt accepts it within the workspace.
+bool algo_of(const CudaHandles& h, const PlanKey& key, const Plan& plan, const std::array<int64_t, 9>& config,
+             cublasLtMatmulAlgo_t& algo) {
+  cudaDataType_t type{};
+  data_type_of(key.dtype, type);
+  const cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (cublasLtMatmulAlgoInit(h.lt, compute, CUDA_R_32F, type, type, type, type, int(config[0]), &algo) !=
+      CUBLAS_STATUS_SUCCESS)
+    return false;
+  for (size_t i = 1; i < config.size(); ++i) {
+    const size_t bytes = attribute_bytes(kTacticAttributes[i]);
+    const uint16_t v16 = uint16_t(config[i]);
+    const uint32_t v32 = uint32_t(config[i]);  // int32 attributes: the same bits
+    if (cublasLtMatmulAlgoConfigSetAttribute(&algo, kTacticAttributes[i], bytes == 2 ? static_cast<const void*>(&v16) : &v32,
+                                             bytes) != CUBLAS_STATUS_SUCCESS)
+      return false;
+  }
+  cublasLtMatmulHeuristicResult_t checked{};
+  return cublasLtMatmulAlgoCheck(h.lt, plan.op, plan.a, plan.b, plan.c_layout(), plan.c, &algo, &checked) ==
+             CUBLAS_STATUS_SUCCESS &&
+         checked.workspaceSize <= key.workspace;
 }
 
 // Heuristic candidates considered per shape, and timed runs of each (autotune()), enqueued
@@ -355,14 +451,12 @@ float time_trials(const CudaHandles& h, const L2Flush& flush, cudaEvent_t (&star
 // its weights in a model's run (every other layer's weights pass through L2 in between), so a
 // kernel that streams the weights through few SMs is not favoured by a warm L2. (On their own,
 // cold trials changed no model's time beyond the ±5 us that alternating runs move by; they rank
-// the split-K variants above.) Only when the trial runs cannot change what they read: C is not
-// read (beta = 0) or is not the output (c_in); the caller's own run follows.
+// the split-K variants above.) Only where trials_allowed(); the caller's own run follows. Large
+// products are tuned wide instead (wide_tune()).
 void autotune(const CudaHandles& h, const GemmDesc& d, int device, Plan& plan, const void* a, const void* b,
               const void* cin, void* c, void* ws, size_t ws_bytes,
               const std::vector<cublasLtMatmulAlgo_t>& candidates) {
-  if (candidates.size() < 2 || (d.beta != 0.0f && cin == c)) return;
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(h.stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) return;
+  if (candidates.size() < 2) return;
   cudaEvent_t start[kTrialRuns]{}, stop[kTrialRuns]{};
   bool events = true;
   for (int r = 0; r < kTrialRuns; ++r)
@@ -388,6 +482,50 @@ void autotune(const CudaHandles& h, const GemmDesc& d, int device, Plan& plan, c
     if (stop[r]) cudaEventDestroy(stop[r]);
   }
   cudaGetLastError();
+}
+
+// Products of at least kWideTuneMinFlop: every configuration of the heuristic's algorithms,
+// screened on the real operands (lt_gemm_wide_tune.h); the fastest become the plan's ranking. The
+// heuristic's own candidates are among them. False when the screen could not run (autotune()
+// then ranks the heuristic's candidates).
+bool wide_tune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* a, const void* b, const void* cin,
+               void* c, void* ws, size_t ws_bytes, const std::vector<cublasLtMatmulAlgo_t>& candidates) {
+  std::vector<cublasLtMatmulAlgo_t> ranked = wide_ranking(
+      LtProduct{h.lt, plan.op, plan.a, plan.b, plan.c_layout(), plan.c, ws_bytes}, candidates, h.stream,
+      kGraphTuneCandidates, [&](const cublasLtMatmulAlgo_t& algo) {
+        return cublasLtMatmul(h.lt, plan.op, &d.alpha, b, plan.a, a, plan.b, &d.beta, cin, plan.c_layout(), c, plan.c,
+                              &algo, ws, ws_bytes, h.stream) == CUBLAS_STATUS_SUCCESS;
+      });
+  cudaGetLastError();
+  if (ranked.empty()) return false;
+  plan.algo = ranked[0];
+  plan.ranked = std::move(ranked);
+  return true;
+}
+
+// The configuration add_gemm_tactics gave for this product, when there is one and cuBLASLt
+// accepts it (another cuBLASLt may not know it: the product is then tuned as any other).
+bool given_tactic(const CudaHandles& h, const PlanKey& key, Plan& plan) {
+  std::array<int64_t, 9> config{};
+  {
+    TacticTable& table = tactic_table();
+    std::lock_guard<std::mutex> lock(table.mutex);
+    auto it = table.configs.find(plan.product);
+    if (it == table.configs.end()) return false;
+    config = it->second;
+  }
+  cublasLtMatmulAlgo_t algo;
+  if (!algo_of(h, key, plan, config, algo)) return false;
+  plan.algo = algo;
+  return true;
+}
+
+// Candidates are timed on the caller's operands only when those runs cannot change what they
+// read (C is not read, beta = 0, or is not the output, c_in) and the stream is not capturing.
+bool trials_allowed(const CudaHandles& h, const GemmDesc& d, const void* cin, const void* c) {
+  if (d.beta != 0.0f && cin == c) return false;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(h.stream, &capturing) == cudaSuccess && capturing == cudaStreamCaptureStatusNone;
 }
 
 }  // namespace
@@ -464,13 +602,22 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
       INGOT_RETURN_IF_ERROR(make_plan(handles, d, key, d.bias, *fresh, candidates));
       if (key.m <= kSplitKMaxRows && key.batch == 1)
         add_split_k_variants(handles, key, *fresh, candidates);
-      autotune(handles, d, key.device, *fresh, a, b, cin, c, ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr, ws_bytes,
-               candidates);
+      fresh->product = product_text(key);
+      void* const ws_ptr = ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr;
+      const bool wide = wide_scope && key.batch == 1 &&
+                        2.0 * double(d.m) * double(d.n) * double(d.k) >= kWideTuneMinFlop && wide_tuning_enabled();
+      if (given_tactic(handles, key, *fresh)) {
+        fresh->has_tactic = true;
+      } else if (trials_allowed(handles, d, cin, c)) {
+        if (wide && wide_tune(handles, d, *fresh, a, b, cin, c, ws_ptr, ws_bytes, candidates)) fresh->has_tactic = true;
+        else autotune(handles, d, key.device, *fresh, a, b, cin, c, ws_ptr, ws_bytes, candidates);
+      }
       fresh->m = d.m, fresh->n = d.n, fresh->k = d.k;
       it = cache.plans.emplace(key, std::move(fresh)).first;
     }
     plan = it->second.get();
   }
+  if (wide_scope && plan->has_tactic) wide_scope->record(plan);
 
   void* ws_ptr = ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr;
   auto run = [&] {
@@ -489,6 +636,28 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
       cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &d.bias, sizeof(d.bias)), d,
       "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
   return run();
+}
+
+WideTuneScope::WideTuneScope() : saved_(wide_scope) { wide_scope = this; }
+WideTuneScope::~WideTuneScope() { wide_scope = saved_; }
+
+void WideTuneScope::record(GemmPlan* plan) {
+  if (std::find(plans_.begin(), plans_.end(), plan) == plans_.end()) plans_.push_back(plan);
+}
+
+std::vector<GemmTactic> WideTuneScope::tactics() const {
+  std::vector<GemmTactic> out;
+  for (GemmPlan* p : plans_) {
+    std::lock_guard<std::mutex> lock(p->mutex);
+    out.push_back(GemmTactic{p->product, config_of(p->algo)});
+  }
+  return out;
+}
+
+void add_gemm_tactics(const std::vector<GemmTactic>& tactics) {
+  TacticTable& table = tactic_table();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  for (const GemmTactic& t : tactics) table.configs[t.product] = t.config;
 }
 
 GemmTuneRecorder::GemmTuneRecorder() : saved_(recorded_plans) { recorded_plans = &plans_; }

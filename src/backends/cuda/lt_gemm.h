@@ -7,9 +7,12 @@
 // float16 or bfloat16); accumulation is float32 (TF32 tensor cores only when
 // CudaHandles::allow_tf32). The bias has C's dtype and length n, and is added before the
 // activation in the same kernel (a cuBLASLt epilogue). The algorithm for each shape is chosen
-// once (cuBLASLt's heuristic) and cached, so a call is capturable into a CUDA graph.
+// once, on its first run outside graph capture (the heuristic's candidates timed, or for large
+// products every configuration of their algorithms: lt_gemm_wide_tune.h), and cached, so a call
+// is capturable into a CUDA graph.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -89,6 +92,38 @@ int gemm_choice(const GemmPlan* p);           // the candidate in use
 void set_gemm_choice(GemmPlan* p, int i);     // later calls (and captures) use candidate i
 void finish_gemm_choice(GemmPlan* p);         // the choice is final for this process
 std::string gemm_plan_name(const GemmPlan* p);
+
+// Tuning at build time (CudaExecutor::tune). A large product's configuration chosen by wide
+// tuning, as an engine file keeps it: the product (shape, strides, leading dimensions, dtype,
+// epilogue, pointer alignments, workspace cap, as text) and cuBLASLt's configuration of it
+// (algorithm id, tile, stages, cluster shape, inner shape, CTA swizzling, custom option, K split,
+// reduction scheme).
+struct GemmTactic {
+  std::string product;
+  std::array<int64_t, 9> config{};
+};
+
+// While one lives, products of at least kWideTuneMinFlop (lt_gemm_wide_tune.h) that run for the
+// first time on this thread are tuned wide, and the tactics of the products run on this thread
+// (tuned now or given by add_gemm_tactics) are collected. Wide tuning costs seconds per product
+// shape, hence only at build time.
+class WideTuneScope {
+ public:
+  WideTuneScope();
+  ~WideTuneScope();
+  WideTuneScope(const WideTuneScope&) = delete;
+  WideTuneScope& operator=(const WideTuneScope&) = delete;
+  std::vector<GemmTactic> tactics() const;  // each product once, the configuration it runs now
+  void record(GemmPlan* plan);              // lt_gemm's: a product with a tactic ran
+
+ private:
+  std::vector<GemmPlan*> plans_;
+  WideTuneScope* saved_;
+};
+
+// Products matching a tactic's product (first run after this call) run its configuration where
+// cuBLASLt accepts it, instead of timing the heuristic's candidates.
+void add_gemm_tactics(const std::vector<GemmTactic>& tactics);
 
 // INGOT_CUDA_GRAPH_TUNE=0 turns graph tuning off (an A/B switch).
 bool graph_tuning_enabled();

@@ -1,0 +1,276 @@
+// Every cuBLASLt configuration of BERT-base's four batch-32 products, timed, against the
+// heuristic's candidates that the engine's autotune chooses among (lt_gemm.cc: its first 32).
+// The products are 100 of the ~119 µs of a BERT-base layer at b32 and run at 560-650 TFLOP/s
+// (docs/PERFORMANCE.md, developer sessions 28 and 29); this asks whether a configuration the
+// heuristic does not offer (tile, stages, cluster shape, CTA swizzle, custom option of each
+// algorithm id) is faster.
+//
+// Row-major products as lt_gemm computes them (its header: C = A · W is the column-major
+// Cᵀ = Wᵀ · Aᵀ, W's buffer cuBLASLt's "A"), float16 with float32 accumulation:
+//   QKV             4096 x 2304 x 768   bias
+//   out-projection  4096 x  768 x 768   bias, the residual as C
+//   FFN 1           4096 x 3072 x 768   bias + GELU (tanh form)
+//   FFN 2           4096 x  768 x 3072  bias, the residual as C
+// Each configuration: 3 launches, then 20 back to back between CUDA events (the mean a launch);
+// the 12 fastest again with 200 launches, then printed with their configuration
+// (id,tile,stages,cluster,inner,swizzle,custom,splitk). Every algorithm id, where the engine's
+// wide tuning (lt_gemm_wide_tune.h) screens those of the heuristic's candidates: this says
+// whether another id would win.
+//
+// On the GPU machine: lt_sweep [rows]   (rows default 4096: batch 32 of 128 tokens)
+#include <cublasLt.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#define CK(x)                                                                                   \
+  do {                                                                                          \
+    cudaError_t e_ = (x);                                                                       \
+    if (e_ != cudaSuccess) {                                                                    \
+      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                         \
+      exit(1);                                                                                  \
+    }                                                                                           \
+  } while (0)
+#define LK(x)                                                                                   \
+  do {                                                                                          \
+    cublasStatus_t s_ = (x);                                                                    \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                          \
+      printf("%s:%d %s\n", __FILE__, __LINE__, cublasLtGetStatusName(s_));                      \
+      exit(1);                                                                                  \
+    }                                                                                           \
+  } while (0)
+
+namespace {
+
+constexpr size_t kWorkspace = size_t(32) << 20;  // lt_gemm's kGemmWorkspaceBytes
+constexpr int kQuick = 20, kRefine = 200, kKeep = 12, kHeuristic = 32;
+
+struct Shape {
+  const char* name;
+  int64_t n, k;
+  cublasLtEpilogue_t epilogue;
+  bool residual;
+};
+
+struct Problem {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // cuBLASLt's A (W), B (our A), C/D
+  void *w = nullptr, *x = nullptr, *bias = nullptr, *c = nullptr, *out = nullptr;
+  float beta = 0.f;
+};
+
+void* random_device(size_t n, float scale, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<__half> h(n);
+  for (auto& v : h) v = __float2half(u(rng));
+  void* d;
+  CK(cudaMalloc(&d, n * 2));
+  CK(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice));
+  return d;
+}
+
+Problem make_problem(const Shape& s, int64_t m, std::mt19937& rng) {
+  Problem p;
+  LK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t no = CUBLAS_OP_N;
+  LK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &no, sizeof(no)));
+  LK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof(no)));
+  LK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &s.epilogue, sizeof(s.epilogue)));
+  p.w = random_device(size_t(s.k) * size_t(s.n), 0.04f, rng);
+  p.x = random_device(size_t(m) * size_t(s.k), 1.f, rng);
+  p.bias = random_device(size_t(s.n), 0.1f, rng);
+  p.c = s.residual ? random_device(size_t(m) * size_t(s.n), 1.f, rng) : nullptr;
+  CK(cudaMalloc(&p.out, size_t(m) * size_t(s.n) * 2));
+  p.beta = s.residual ? 1.f : 0.f;
+  LK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
+  LK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16F, uint64_t(s.n), uint64_t(s.k), s.n));
+  LK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16F, uint64_t(s.k), uint64_t(m), s.k));
+  LK(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_16F, uint64_t(s.n), uint64_t(m), s.n));
+  return p;
+}
+
+template <class T>
+T config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T v{};
+  size_t written = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+  return v;
+}
+
+// The configuration as printed: id,tile,stages,cluster,inner,swizzle,custom,splitk.
+std::string describe(const cublasLtMatmulAlgo_t& algo) {
+  char buf[160];
+  snprintf(buf, sizeof(buf), "%d,%u,%u,%u,%u,%u,%u,%d", config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID),
+           config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID), config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+           unsigned(config<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)),
+           unsigned(config<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)),
+           config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+           config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
+           config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+  return buf;
+}
+
+struct Timer {
+  cublasLtHandle_t lt;
+  cudaStream_t stream;
+  void* workspace;
+  cudaEvent_t e0, e1;
+
+  // Mean µs a launch of `reps` back to back after 3 untimed; negative when a launch fails.
+  float time(const Problem& p, const cublasLtMatmulAlgo_t& algo, int reps) {
+    const float alpha = 1.f;
+    auto launch = [&] {
+      return cublasLtMatmul(lt, p.op, &alpha, p.w, p.a, p.x, p.b, &p.beta, p.c ? p.c : p.out, p.d, p.out, p.d, &algo,
+                            workspace, kWorkspace, stream);
+    };
+    for (int i = 0; i < 3; ++i)
+      if (launch() != CUBLAS_STATUS_SUCCESS) return -1.f;
+    CK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < reps; ++i)
+      if (launch() != CUBLAS_STATUS_SUCCESS) return -1.f;
+    CK(cudaEventRecord(e1, stream));
+    if (cudaEventSynchronize(e1) != cudaSuccess) {
+      printf("a launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+      exit(1);
+    }
+    float ms = 0.f;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms * 1000.f / float(reps);
+  }
+};
+
+template <class T>
+std::vector<T> cap_array(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
+  size_t bytes = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS || bytes == 0)
+    return {};
+  std::vector<T> v(bytes / sizeof(T));
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, v.data(), bytes, &bytes) != CUBLAS_STATUS_SUCCESS) return {};
+  return v;
+}
+
+template <class T>
+T cap_value(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
+  T v{};
+  size_t written = 0;
+  cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof(v), &written);
+  return v;
+}
+
+// Every configuration of every algorithm id that cublasLtMatmulAlgoCheck accepts for p, split-K
+// left at one (the products are 4096 rows: enough tiles without it).
+std::vector<cublasLtMatmulAlgo_t> configurations(cublasLtHandle_t lt, const Problem& p, int& tried) {
+  int ids[256], count = 0;
+  LK(cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, 256,
+                              ids, &count));
+  const uint16_t clusters[] = {CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
+                               CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
+                               CUBLASLT_CLUSTER_SHAPE_1x4x1};
+  std::vector<cublasLtMatmulAlgo_t> valid;
+  tried = 0;
+  for (int i = 0; i < count; ++i) {
+    cublasLtMatmulAlgo_t base;
+    if (cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F,
+                               ids[i], &base) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    std::vector<uint32_t> tiles = cap_array<uint32_t>(base, CUBLASLT_ALGO_CAP_TILE_IDS);
+    std::vector<uint32_t> stages = cap_array<uint32_t>(base, CUBLASLT_ALGO_CAP_STAGES_IDS);
+    if (tiles.empty()) tiles.push_back(CUBLASLT_MATMUL_TILE_UNDEFINED);
+    if (stages.empty()) stages.push_back(CUBLASLT_MATMUL_STAGES_UNDEFINED);
+    const uint32_t swizzles = cap_value<uint32_t>(base, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) ? 2 : 1;
+    const uint32_t customs = std::min<uint32_t>(cap_value<uint32_t>(base, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX), 7) + 1;
+    for (uint32_t tile : tiles)
+      for (uint32_t stage : stages)
+        for (uint16_t cluster : clusters)
+          for (uint32_t swizzle = 0; swizzle < swizzles; ++swizzle)
+            for (uint32_t custom = 0; custom < customs; ++custom) {
+              cublasLtMatmulAlgo_t algo = base;
+              ++tried;
+              if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile)) ||
+                  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stage, sizeof(stage)) ||
+                  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster,
+                                                       sizeof(cluster)) ||
+                  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzle,
+                                                       sizeof(swizzle)) ||
+                  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom,
+                                                       sizeof(custom)))
+                continue;
+              cublasLtMatmulHeuristicResult_t r{};
+              if (cublasLtMatmulAlgoCheck(lt, p.op, p.a, p.b, p.d, p.d, &algo, &r) != CUBLAS_STATUS_SUCCESS ||
+                  r.workspaceSize > kWorkspace)
+                continue;
+              valid.push_back(algo);
+            }
+  }
+  return valid;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t m = argc > 1 ? std::atoll(argv[1]) : 4096;
+  std::mt19937 rng(7);
+  Timer t{};
+  LK(cublasLtCreate(&t.lt));
+  CK(cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking));
+  CK(cudaMalloc(&t.workspace, kWorkspace));
+  CK(cudaEventCreate(&t.e0));
+  CK(cudaEventCreate(&t.e1));
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("lt_sweep: %s, cuBLASLt %zu, %lld rows, float16, fp32 accumulation; us a launch (mean of %d back to back)\n",
+         prop.name, cublasLtGetVersion(), static_cast<long long>(m), kRefine);
+  const Shape shapes[] = {{"QKV", 2304, 768, CUBLASLT_EPILOGUE_BIAS, false},
+                          {"out-projection", 768, 768, CUBLASLT_EPILOGUE_BIAS, true},
+                          {"FFN 1", 3072, 768, CUBLASLT_EPILOGUE_GELU_BIAS, false},
+                          {"FFN 2", 768, 3072, CUBLASLT_EPILOGUE_BIAS, true}};
+  for (const Shape& s : shapes) {
+    const Problem p = make_problem(s, m, rng);
+    const double gflop = 2.0 * double(m) * double(s.n) * double(s.k) / 1e9;
+    // The heuristic's candidates, as the engine's autotune sees them.
+    cublasLtMatmulPreference_t pref;
+    LK(cublasLtMatmulPreferenceCreate(&pref));
+    LK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace,
+                                            sizeof(kWorkspace)));
+    cublasLtMatmulHeuristicResult_t results[kHeuristic]{};
+    int found = 0;
+    LK(cublasLtMatmulAlgoGetHeuristic(t.lt, p.op, p.a, p.b, p.d, p.d, pref, kHeuristic, results, &found));
+    float first = -1.f, best_h = 1e30f;
+    std::string first_desc, best_h_desc;
+    for (int i = 0; i < found; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      const float us = t.time(p, results[i].algo, kRefine);
+      if (us < 0.f) continue;
+      if (first < 0.f) first = us, first_desc = describe(results[i].algo);
+      if (us < best_h) best_h = us, best_h_desc = describe(results[i].algo);
+    }
+    int tried = 0;
+    std::vector<cublasLtMatmulAlgo_t> all = configurations(t.lt, p, tried);
+    std::vector<std::pair<float, size_t>> quick;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const float us = t.time(p, all[i], kQuick);
+      if (us > 0.f) quick.emplace_back(us, i);
+    }
+    std::sort(quick.begin(), quick.end());
+    std::vector<std::pair<float, size_t>> refined;
+    for (size_t j = 0; j < quick.size() && j < size_t(kKeep); ++j)
+      refined.emplace_back(t.time(p, all[quick[j].second], kRefine), quick[j].second);
+    std::sort(refined.begin(), refined.end());
+    printf("\n== %s %lldx%lldx%lld (%.1f GFLOP): heuristic's first %.2f us (%.0f TFLOP/s) [%s], best of its %d %.2f us "
+           "[%s]; %zu of %d configurations valid, %zu ran\n",
+           s.name, static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), gflop, first,
+           gflop / first * 1e3, first_desc.c_str(), found, best_h, best_h_desc.c_str(), all.size(), tried, quick.size());
+    for (const auto& [us, i] : refined)
+      printf("  %.2f us  %.0f TFLOP/s  %.3fx the heuristic's best  %lldx%lldx%lld:%s\n", us,
+             gflop / us * 1e3, us / best_h, static_cast<long long>(m), static_cast<long long>(s.n),
+             static_cast<long long>(s.k), describe(all[i]).c_str());
+    cublasLtMatmulPreferenceDestroy(pref);
+  }
+  return 0;
+}
