@@ -34,9 +34,7 @@ for m in ${models//,/ }; do
   engine_b=$engine b_switch=("${switches[@]}")
   if [ "$at_build" = 1 ]; then
     engine_b="$engine.B" b_switch=()
-    read -r -a build_cmd < <(head -1 "$work/$m/ingot_build.log")
-    for i in "${!build_cmd[@]}"; do [ "${build_cmd[$i]}" = "$engine" ] && build_cmd[$i]=$engine_b; done
-    env "${switches[@]}" "${build_cmd[@]}" >/tmp/gpu_ab_build.log 2>&1 || { echo "$m: B build failed"; tail -3 /tmp/gpu_ab_build.log; continue; }
+    build_engine_with "$m" "$engine_b" "${switches[@]}" || { echo "$m: B build failed"; continue; }
   fi
   for b in ${batches//,/ }; do
     shapes=$(bench_shapes "$m" "$b")

@@ -39,3 +39,15 @@ gpu_median() {
     --json /tmp/gpu_median.json >/dev/null 2>&1 || { echo "failed"; return; }
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.4f" % d["results"][0]["ingot"]["gpu_compute"]["median_ms"])' /tmp/gpu_median.json
 }
+
+# build_engine_with MODEL OUT NAME=VALUE...: OUT is MODEL's bench engine built again by the same
+# `ingot build` command (the first line of its ingot_build.log) with the variables set; the log's
+# tail and status 1 when that build fails.
+build_engine_with() {
+  local engine="$work/$1/model.fp16.ingot" out=$2 cmd i
+  shift 2
+  read -r -a cmd < <(head -1 "$(dirname "$engine")/ingot_build.log")
+  for i in "${!cmd[@]}"; do [ "${cmd[$i]}" = "$engine" ] && cmd[$i]=$out; done
+  env "$@" "${cmd[@]}" >/tmp/build_engine_with.log 2>&1 || { tail -3 /tmp/build_engine_with.log; return 1; }
+}
+

@@ -143,9 +143,14 @@ int run_build(const BuildOptions& o) {
       }
     }
   }
-  if (size_t n = tuned_choices(e); n > 0)
+  if (size_t n = tuned_choices(e); n > 0) {
     std::cout << "tuned:      " << n << " device choice(s) at the opt shapes, in " << std::fixed << std::setprecision(2)
               << std::chrono::duration<double>(t2 - t1).count() << " s\n";
+    if (o.verbose)
+      for (const auto& [kind, list] : e.options().device_tuning.items())
+        if (list.is_array())
+          for (const auto& entry : list) std::cout << "  " << kind << ": " << entry.dump() << "\n";
+  }
   Status st = e.save(o.output);
   if (!st) return error(st);
   std::cout << "engine:     " << o.output << " (" << human_bytes(double(std::filesystem::file_size(o.output)))
@@ -175,7 +180,7 @@ Command setup_build(CLI::App& parent) {
   app->add_option("--profiles", o->profiles_file, "JSON list of {\"min\":{..},\"opt\":{..},\"max\":{..}} profiles");
   app->add_option("--disable-pass", o->disabled, "skip an optimizer pass by name (repeatable)");
   app->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 65536));
-  app->add_flag("-v,--verbose", o->verbose, "list every pass, its rewrites and node counts");
+  app->add_flag("-v,--verbose", o->verbose, "list every pass, its rewrites and node counts, and what the device tuned");
   return Command{app, [o] { return run_build(*o); }};
 }
 

@@ -484,10 +484,10 @@ void autotune(const CudaHandles& h, const GemmDesc& d, int device, Plan& plan, c
   cudaGetLastError();
 }
 
-// Products of at least kWideTuneMinFlop: every configuration of the heuristic's algorithms,
-// screened on the real operands (lt_gemm_wide_tune.h); the fastest become the plan's ranking. The
-// heuristic's own candidates are among them. False when the screen could not run (autotune()
-// then ranks the heuristic's candidates).
+// Products of at least kWideTuneMinFlop inside a WideTuneScope: the configurations of the
+// heuristic's algorithms that it does not offer, screened on the real operands in two stages
+// (lt_gemm_wide_tune.h), its own candidates among them; the fastest become the plan's ranking.
+// False when the screen could not run (autotune() then ranks the heuristic's candidates).
 bool wide_tune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* a, const void* b, const void* cin,
                void* c, void* ws, size_t ws_bytes, const std::vector<cublasLtMatmulAlgo_t>& candidates) {
   std::vector<cublasLtMatmulAlgo_t> ranked = wide_ranking(
