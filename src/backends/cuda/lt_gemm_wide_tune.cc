@@ -42,13 +42,6 @@ T cap_value(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t 
   return v;
 }
 
-int32_t algo_id(const cublasLtMatmulAlgo_t& algo) {
-  int32_t id = -1;
-  size_t written = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &written);
-  return id;
-}
-
 template <class T>
 bool set_config(cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T v) {
   return cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &v, sizeof(v)) == CUBLAS_STATUS_SUCCESS;
@@ -97,10 +90,6 @@ bool time_group(cudaStream_t stream, const EventChain& events, const std::vector
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 constexpr uint16_t kClusters[] = {CUBLASLT_CLUSTER_SHAPE_AUTO,  CUBLASLT_CLUSTER_SHAPE_1x1x1,
                                   CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_1x2x1,
                                   CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
@@ -141,12 +130,11 @@ void append_new(std::vector<cublasLtMatmulAlgo_t>& list, const std::vector<cubla
 
 }  // namespace
 
-std::vector<cublasLtMatmulAlgo_t> tile_variants(const LtProduct& p,
-                                                       const std::vector<cublasLtMatmulAlgo_t>& heuristic) {
+std::vector<cublasLtMatmulAlgo_t> tile_variants(const LtProduct& p, const std::vector<cublasLtMatmulAlgo_t>& heuristic) {
   std::vector<cublasLtMatmulAlgo_t> out;
   std::set<int32_t> seen;
   for (const cublasLtMatmulAlgo_t& base : heuristic) {
-    if (!seen.insert(algo_id(base)).second) continue;
+    if (!seen.insert(config_value<int32_t>(base, CUBLASLT_ALGO_CONFIG_ID)).second) continue;
     std::vector<uint32_t> tiles = cap_array<uint32_t>(base, CUBLASLT_ALGO_CAP_TILE_IDS);
     const uint16_t base_cluster = config_value<uint16_t>(base, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
     const uint32_t customs = custom_options(base);

@@ -39,8 +39,7 @@ struct LtProduct {
 // first candidate): that candidate's cluster shape with every custom option (at most 8) that
 // cuBLASLt accepts with the tile for `p` within p.workspace, or where it accepts none, the first
 // cluster shape and option it does; the candidate's stages, CTA swizzling, inner shape and K split.
-std::vector<cublasLtMatmulAlgo_t> tile_variants(const LtProduct& p,
-                                                       const std::vector<cublasLtMatmulAlgo_t>& heuristic);
+std::vector<cublasLtMatmulAlgo_t> tile_variants(const LtProduct& p, const std::vector<cublasLtMatmulAlgo_t>& heuristic);
 
 // `base` with every cluster shape (automatic, 1x1, 2x1, 1x2, 2x2, 4x1, 1x4) and custom option (at
 // most 8) that cuBLASLt accepts for p, its tile and everything else kept.
