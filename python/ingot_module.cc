@@ -611,7 +611,8 @@ PYBIND11_MODULE(ingot, m) {
         py::arg("precision") = "fp32", py::arg("shapes") = py::none(),
         "Optimizes an ONNX model and writes an ingot engine file (like `ingot build`); "
         "InferenceSession loads it. shapes: {input: shape} for one fixed shape, {input: (min, opt, max)} "
-        "for a range, or a list of such dicts (one optimization profile each). Returns output_path.");
+        "for a range, or a list of such dicts (one optimization profile each). A cuda engine is run once at "
+        "the opt shapes to tune its large matrix products, kept in the file. Returns output_path.");
   m.def("get_available_providers", [] { return std::vector<std::string>{"CPUExecutionProvider"}; });
   m.def("get_device", [] { return std::string("CPU"); });
 
