@@ -26,6 +26,7 @@
 #include "backends/cuda/cuda_graph_gemm_clears.h"
 #include "backends/cuda/cuda_stream_hold.h"
 #include "backends/cuda/gemm_split_k.h"
+#include "backends/cuda/lt_gemm_plan.h"
 #include "backends/cuda/lt_gemm_wide_tune.h"
 
 namespace ingot::cuda {
@@ -44,87 +45,10 @@ uint32_t alignment_of(const void* p, int64_t batch, int64_t stride, size_t elem)
   return uint32_t(uint64_t(1) << std::countr_zero(bits));
 }
 
-struct PlanKey {
-  int64_t m, n, k, batch, stride_a, stride_b, stride_c, lda, ldb, ldc, ldc_in;
-  uint64_t workspace;
-  int32_t device;
-  uint32_t align_a, align_b, align_c, align_bias;
-  DType dtype;
-  GemmActivation activation;
-  bool trans_a, trans_b, has_bias, tf32;
-  bool operator==(const PlanKey&) const = default;
-};
-
-struct PlanKeyHash {
-  size_t operator()(const PlanKey& key) const {
-    uint64_t h = 0xcbf29ce484222325ull;
-    auto mix = [&h](uint64_t v) {
-      h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    };
-    for (int64_t v : {key.m, key.n, key.k, key.batch, key.stride_a, key.stride_b, key.stride_c, key.lda, key.ldb,
-                      key.ldc, key.ldc_in})
-      mix(uint64_t(v));
-    mix(key.workspace);
-    mix(uint64_t(key.device) << 32 | uint64_t(key.dtype) << 8 | uint64_t(key.activation));
-    mix(uint64_t(key.align_a) | uint64_t(key.align_b) << 16 | uint64_t(key.align_c) << 32 |
-        uint64_t(key.align_bias) << 48);
-    mix(uint64_t(key.trans_a) | uint64_t(key.trans_b) << 1 | uint64_t(key.has_bias) << 2 | uint64_t(key.tf32) << 3);
-    return size_t(h);
-  }
-};
-
-}  // namespace
-
-// One cached configuration. Everything but the bias pointer and the algorithm is fixed at
-// creation; the bias pointer is an attribute of `op`, so calls set it and run under `mutex`
-// (two contexts may run the same shape on different streams at once), and the algorithm may be
-// changed by graph tuning (set_gemm_choice) under the same mutex.
-struct GemmPlan {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (our B), B (our A), D
-  cublasLtMatrixLayout_t c_in = nullptr;  // C when its leading dimension differs from D's, else null
-  cublasLtMatrixLayout_t c_layout() const { return c_in ? c_in : c; }
-  cublasLtMatmulAlgo_t algo{};
-  mutable std::mutex mutex;
-  std::vector<cublasLtMatmulAlgo_t> ranked;  // the fastest trials first (at most kGraphTuneCandidates)
-  int chosen = 0;                            // index into ranked of `algo`
-  bool graph_tuned = false;                  // decided inside a captured graph already
-  bool has_tactic = false;                   // tuned wide, or its configuration given (GemmTactic)
-  std::string product;                       // the key as GemmTactic::product spells it
-  int64_t m = 0, n = 0, k = 0;
-
-  GemmPlan() = default;
-  GemmPlan(const GemmPlan&) = delete;
-  GemmPlan& operator=(const GemmPlan&) = delete;
-  ~GemmPlan() {
-    if (c_in) cublasLtMatrixLayoutDestroy(c_in);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
-};
-
-namespace {
-
 using Plan = GemmPlan;
 
 // The plans run on this thread while a GemmTuneRecorder lives (each once).
 thread_local std::vector<GemmPlan*>* recorded_plans = nullptr;
-// The innermost WideTuneScope of this thread, or null.
-thread_local WideTuneScope* wide_scope = nullptr;
-
-// The tactics given by add_gemm_tactics, by product.
-struct TacticTable {
-  std::mutex mutex;
-  std::unordered_map<std::string, std::array<int64_t, 9>> configs;
-};
-
-TacticTable& tactic_table() {
-  static TacticTable* table = new TacticTable;  // never destroyed, like the plans
-  return *table;
-}
-
 struct PlanCache {
   std::mutex mutex;
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
@@ -149,15 +73,6 @@ Status check(cublasStatus_t s, const GemmDesc& d, const char* call) {
   if (s == CUBLAS_STATUS_SUCCESS) return Status::ok();
   return gemm_error(d, std::string(call) + " failed: " + cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) +
                            ")");
-}
-
-bool data_type_of(DType t, cudaDataType_t& out) {
-  switch (t) {
-    case DType::kFloat32: out = CUDA_R_32F; return true;
-    case DType::kFloat16: out = CUDA_R_16F; return true;
-    case DType::kBFloat16: out = CUDA_R_16BF; return true;
-    default: return false;
-  }
 }
 
 cublasLtEpilogue_t epilogue_of(GemmActivation act, bool bias) {
@@ -186,86 +101,6 @@ Status make_layout(cublasLtMatrixLayout_t& out, cudaDataType_t type, int64_t row
                                 "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)"));
   }
   return Status::ok();
-}
-
-const char* activation_name(GemmActivation a) {
-  switch (a) {
-    case GemmActivation::kNone: return "none";
-    case GemmActivation::kRelu: return "relu";
-    case GemmActivation::kGeluTanh: return "gelu_tanh";
-  }
-  return "?";
-}
-
-std::string product_text(const PlanKey& key) {
-  auto list = [](std::initializer_list<int64_t> v) {
-    std::string s;
-    for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-    return s;
-  };
-  return "m=" + std::to_string(key.m) + " n=" + std::to_string(key.n) + " k=" + std::to_string(key.k) +
-         " batch=" + std::to_string(key.batch) + " strides=" + list({key.stride_a, key.stride_b, key.stride_c}) +
-         " ld=" + list({key.lda, key.ldb, key.ldc, key.ldc_in}) + " trans=" + list({key.trans_a, key.trans_b}) +
-         " dtype=" + dtype_name(key.dtype) + (key.tf32 ? "/tf32" : "") + " bias=" + (key.has_bias ? "1" : "0") +
-         " act=" + activation_name(key.activation) +
-         " align=" + list({key.align_a, key.align_b, key.align_c, key.align_bias}) +
-         " workspace=" + std::to_string(key.workspace);
-}
-
-constexpr cublasLtMatmulAlgoConfigAttributes_t kTacticAttributes[9] = {
-    CUBLASLT_ALGO_CONFIG_ID,           CUBLASLT_ALGO_CONFIG_TILE_ID,         CUBLASLT_ALGO_CONFIG_STAGES_ID,
-    CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING,
-    CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,     CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME};
-
-// Each attribute's width in cuBLASLt's API (it checks the size given): the algorithm id and K
-// split are int32, the inner and cluster shapes uint16, the others uint32.
-size_t attribute_bytes(cublasLtMatmulAlgoConfigAttributes_t attr) {
-  return attr == CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID || attr == CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID ? 2 : 4;
-}
-
-std::array<int64_t, 9> config_of(const cublasLtMatmulAlgo_t& algo) {
-  std::array<int64_t, 9> out{};
-  for (size_t i = 0; i < out.size(); ++i) {
-    const cublasLtMatmulAlgoConfigAttributes_t attr = kTacticAttributes[i];
-    size_t written = 0;
-    if (attribute_bytes(attr) == 2) {
-      uint16_t v = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-      out[i] = v;
-    } else if (attr == CUBLASLT_ALGO_CONFIG_ID || attr == CUBLASLT_ALGO_CONFIG_SPLITK_NUM) {
-      int32_t v = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-      out[i] = v;
-    } else {
-      uint32_t v = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-      out[i] = v;
-    }
-  }
-  return out;
-}
-
-// The configuration `config` of the plan's product, when cuBLASLt accepts it within the workspace.
-bool algo_of(const CudaHandles& h, const PlanKey& key, const Plan& plan, const std::array<int64_t, 9>& config,
-             cublasLtMatmulAlgo_t& algo) {
-  cudaDataType_t type{};
-  data_type_of(key.dtype, type);
-  const cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  if (cublasLtMatmulAlgoInit(h.lt, compute, CUDA_R_32F, type, type, type, type, int(config[0]), &algo) !=
-      CUBLAS_STATUS_SUCCESS)
-    return false;
-  for (size_t i = 1; i < config.size(); ++i) {
-    const size_t bytes = attribute_bytes(kTacticAttributes[i]);
-    const uint16_t v16 = uint16_t(config[i]);
-    const uint32_t v32 = uint32_t(config[i]);  // int32 attributes: the same bits
-    if (cublasLtMatmulAlgoConfigSetAttribute(&algo, kTacticAttributes[i], bytes == 2 ? static_cast<const void*>(&v16) : &v32,
-                                             bytes) != CUBLAS_STATUS_SUCCESS)
-      return false;
-  }
-  cublasLtMatmulHeuristicResult_t checked{};
-  return cublasLtMatmulAlgoCheck(h.lt, plan.op, plan.a, plan.b, plan.c_layout(), plan.c, &algo, &checked) ==
-             CUBLAS_STATUS_SUCCESS &&
-         checked.workspaceSize <= key.workspace;
 }
 
 // Heuristic candidates considered per shape, and timed runs of each (autotune()), enqueued
@@ -503,23 +338,6 @@ bool wide_tune(const CudaHandles& h, const GemmDesc& d, Plan& plan, const void* 
   return true;
 }
 
-// The configuration add_gemm_tactics gave for this product, when there is one and cuBLASLt
-// accepts it (another cuBLASLt may not know it: the product is then tuned as any other).
-bool given_tactic(const CudaHandles& h, const PlanKey& key, Plan& plan) {
-  std::array<int64_t, 9> config{};
-  {
-    TacticTable& table = tactic_table();
-    std::lock_guard<std::mutex> lock(table.mutex);
-    auto it = table.configs.find(plan.product);
-    if (it == table.configs.end()) return false;
-    config = it->second;
-  }
-  cublasLtMatmulAlgo_t algo;
-  if (!algo_of(h, key, plan, config, algo)) return false;
-  plan.algo = algo;
-  return true;
-}
-
 // Candidates are timed on the caller's operands only when those runs cannot change what they
 // read (C is not read, beta = 0, or is not the output, c_in) and the stream is not capturing.
 bool trials_allowed(const CudaHandles& h, const GemmDesc& d, const void* cin, const void* c) {
@@ -529,6 +347,15 @@ bool trials_allowed(const CudaHandles& h, const GemmDesc& d, const void* cin, co
 }
 
 }  // namespace
+
+bool data_type_of(DType t, cudaDataType_t& out) {
+  switch (t) {
+    case DType::kFloat32: out = CUDA_R_32F; return true;
+    case DType::kFloat16: out = CUDA_R_16F; return true;
+    case DType::kBFloat16: out = CUDA_R_16BF; return true;
+    default: return false;
+  }
+}
 
 Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, const void* b, void* c) {
   const GemmDesc& d = desc;
@@ -604,7 +431,7 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
         add_split_k_variants(handles, key, *fresh, candidates);
       fresh->product = product_text(key);
       void* const ws_ptr = ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr;
-      const bool wide = wide_scope && key.batch == 1 &&
+      const bool wide = current_wide_scope() && key.batch == 1 &&
                         2.0 * double(d.m) * double(d.n) * double(d.k) >= kWideTuneMinFlop && wide_tuning_enabled();
       if (given_tactic(handles, key, *fresh)) {
         fresh->has_tactic = true;
@@ -617,7 +444,7 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
     }
     plan = it->second.get();
   }
-  if (wide_scope && plan->has_tactic) wide_scope->record(plan);
+  if (WideTuneScope* scope = current_wide_scope(); scope && plan->has_tactic) scope->record(plan);
 
   void* ws_ptr = ws_bytes ? reinterpret_cast<void*>(ws_aligned) : nullptr;
   auto run = [&] {
@@ -636,28 +463,6 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
       cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &d.bias, sizeof(d.bias)), d,
       "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
   return run();
-}
-
-WideTuneScope::WideTuneScope() : saved_(wide_scope) { wide_scope = this; }
-WideTuneScope::~WideTuneScope() { wide_scope = saved_; }
-
-void WideTuneScope::record(GemmPlan* plan) {
-  if (std::find(plans_.begin(), plans_.end(), plan) == plans_.end()) plans_.push_back(plan);
-}
-
-std::vector<GemmTactic> WideTuneScope::tactics() const {
-  std::vector<GemmTactic> out;
-  for (GemmPlan* p : plans_) {
-    std::lock_guard<std::mutex> lock(p->mutex);
-    out.push_back(GemmTactic{p->product, config_of(p->algo)});
-  }
-  return out;
-}
-
-void add_gemm_tactics(const std::vector<GemmTactic>& tactics) {
-  TacticTable& table = tactic_table();
-  std::lock_guard<std::mutex> lock(table.mutex);
-  for (const GemmTactic& t : tactics) table.configs[t.product] = t.config;
 }
 
 GemmTuneRecorder::GemmTuneRecorder() : saved_(recorded_plans) { recorded_plans = &plans_; }
