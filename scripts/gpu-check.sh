@@ -123,6 +123,15 @@ EOF
     tail -3 "$out"/build_$prec.log "$out"/compare_$prec.log "$out"/bench_$prec.log 2>/dev/null || true
   fi
 done
+# ingot bench on the ONNX model itself: the cuda engine it makes is tuned at the shape first.
+shapes=$(python3 -c 'import numpy as np, sys; z = np.load(sys.argv[1]); print(",".join(k + ":" + "x".join(str(d) for d in z[k].shape) for k in z.files))' $fx/inputs.npz 2>/dev/null)
+if "$ingot" bench $fx/model.dynamo.onnx --device cuda --precision fp16 --shapes "$shapes" --iterations 20 --duration 0.1 \
+     >"$out/bench_onnx.log" 2>&1 && grep -q "tuned at this shape" "$out/bench_onnx.log"; then
+  cli_pass=$((cli_pass + 1))
+else
+  cli_fail=$((cli_fail + 1)); echo "FAILED: ingot bench MODEL.onnx --device cuda (tuned at the shape)"
+  tail -3 "$out/bench_onnx.log"
+fi
 # An engine file on the CPU device is refused with one line when it was built for cuda.
 if "$ingot" run "$out/bert.fp32.ingot" --device cpu >"$out/wrong_device.log" 2>&1; then
   cli_fail=$((cli_fail + 1)); echo "FAILED: a cuda engine ran with --device cpu"
