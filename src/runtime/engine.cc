@@ -435,41 +435,49 @@ Status Engine::tune(const std::map<std::string, Tensor>& inputs) {
   return Status::ok();
 }
 
+std::optional<std::map<std::string, Tensor>> Engine::synthetic_inputs(const std::map<std::string, Shape>& shapes) const {
+  std::map<std::string, Tensor> inputs;
+  for (const IoInfo& io : inputs_) {
+    Shape shape;
+    if (auto it = shapes.find(io.name); it != shapes.end()) {
+      shape = it->second;
+    } else if (io.shape) {
+      for (const Dim& d : *io.shape) {
+        if (!d.known()) return std::nullopt;
+        shape.push_back(d.value);
+      }
+    } else {
+      return std::nullopt;
+    }
+    Tensor t(io.dtype, shape);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+    const bool filled = dispatch_float(io.dtype,
+                                       [&](auto tag) {
+                                         using T = typename decltype(tag)::type;
+                                         for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(uniform(rng));
+                                       }) ||
+                        dispatch_all(io.dtype, [&](auto tag) {
+                          using T = typename decltype(tag)::type;
+                          for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(1);
+                        });
+    if (!filled) return std::nullopt;
+    inputs.emplace(io.name, std::move(t));
+  }
+  return inputs;
+}
+
 Status Engine::tune_at_opt_shapes() {
   if (!device_) return Status::ok();
   std::vector<std::map<std::string, Shape>> opt_shapes;
   for (const Profile& p : opts_.profiles) opt_shapes.push_back(p.opt);
   if (opt_shapes.empty()) opt_shapes.emplace_back();
   for (const auto& opt : opt_shapes) {
-    std::map<std::string, Tensor> inputs;
-    for (const IoInfo& io : inputs_) {
-      Shape shape;
-      if (auto it = opt.find(io.name); it != opt.end()) {
-        shape = it->second;
-      } else if (io.shape) {
-        for (const Dim& d : *io.shape) {
-          if (!d.known()) return Status::ok();  // dynamic and no profile: no shape worth tuning for
-          shape.push_back(d.value);
-        }
-      } else {
-        return Status::ok();
-      }
-      Tensor t(io.dtype, shape);
-      std::mt19937 rng(7);
-      std::uniform_real_distribution<float> uniform(-1.f, 1.f);
-      const bool filled =
-          dispatch_float(io.dtype, [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(uniform(rng));
-          }) ||
-          dispatch_all(io.dtype, [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(1);
-          });
-      if (!filled) return Status::ok();  // an input type tuning cannot make up: the engine is not tuned
-      inputs.emplace(io.name, std::move(t));
-    }
-    INGOT_RETURN_IF_ERROR(tune(inputs));
+    // No shape worth tuning for (dynamic inputs and no profile) or a dtype it cannot make up:
+    // the engine is not tuned.
+    auto inputs = synthetic_inputs(opt);
+    if (!inputs) return Status::ok();
+    INGOT_RETURN_IF_ERROR(tune(*inputs));
   }
   return Status::ok();
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,10 +95,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // profile; what the device chose is kept in options().device_tuning and saved with the engine,
   // and applies to the engines that load it (this one keeps what it chose). Nothing for cpu.
   Status tune(const std::map<std::string, Tensor>& inputs);
-  // tune() at each profile's opt shapes (a model with static inputs: at those), on synthetic
-  // inputs: ones for integer and bool inputs (valid indices, masks that attend everywhere), a
-  // fixed draw in [-1, 1) for floating-point ones. What `ingot build` and ingot.build() do.
+  // tune() at each profile's opt shapes (a model with static inputs: at those), on
+  // synthetic_inputs(). What `ingot build` and ingot.build() do.
   Status tune_at_opt_shapes();
+  // Inputs at `shapes` (an input not there: its declared shape) for tuning: ones for integer and
+  // bool inputs (valid indices, masks that attend everywhere), a fixed draw in [-1, 1) for
+  // floating-point ones. Nullopt when an input has no shape to take or a dtype it cannot fill.
+  std::optional<std::map<std::string, Tensor>> synthetic_inputs(const std::map<std::string, Shape>& shapes) const;
 
   // Checks names, dtypes, ranks, fixed dims and that symbolic dims agree across inputs.
   Status validate_inputs(const std::map<std::string, Tensor>& inputs) const;
