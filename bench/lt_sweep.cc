@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/lt_algo_attributes.h"
+
 #define CK(x)                                                                                   \
   do {                                                                                          \
     cudaError_t e_ = (x);                                                                       \
@@ -47,6 +49,11 @@
   } while (0)
 
 namespace {
+
+using ingot::cuda::cap_array;
+using ingot::cuda::cap_value;
+using ingot::cuda::config_value;
+using ingot::cuda::kClusterShapes;
 
 constexpr size_t kWorkspace = size_t(32) << 20;  // lt_gemm's kGemmWorkspaceBytes
 constexpr int kQuick = 20, kRefine = 200, kKeep = 12, kHeuristic = 32;
@@ -95,24 +102,17 @@ Problem make_problem(const Shape& s, int64_t m, std::mt19937& rng) {
   return p;
 }
 
-template <class T>
-T config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
-  T v{};
-  size_t written = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-  return v;
-}
-
 // The configuration as printed: id,tile,stages,cluster,inner,swizzle,custom,splitk.
 std::string describe(const cublasLtMatmulAlgo_t& algo) {
   char buf[160];
-  snprintf(buf, sizeof(buf), "%d,%u,%u,%u,%u,%u,%u,%d", config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID),
-           config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID), config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
-           unsigned(config<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)),
-           unsigned(config<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)),
-           config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
-           config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
-           config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+  snprintf(buf, sizeof(buf), "%d,%u,%u,%u,%u,%u,%u,%d", config_value<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID),
+           config_value<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+           config_value<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+           unsigned(config_value<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)),
+           unsigned(config_value<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)),
+           config_value<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+           config_value<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
+           config_value<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
   return buf;
 }
 
@@ -145,33 +145,12 @@ struct Timer {
   }
 };
 
-template <class T>
-std::vector<T> cap_array(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
-  size_t bytes = 0;
-  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS || bytes == 0)
-    return {};
-  std::vector<T> v(bytes / sizeof(T));
-  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, v.data(), bytes, &bytes) != CUBLAS_STATUS_SUCCESS) return {};
-  return v;
-}
-
-template <class T>
-T cap_value(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
-  T v{};
-  size_t written = 0;
-  cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof(v), &written);
-  return v;
-}
-
 // Every configuration of every algorithm id that cublasLtMatmulAlgoCheck accepts for p, split-K
 // left at one (the products are 4096 rows: enough tiles without it).
 std::vector<cublasLtMatmulAlgo_t> configurations(cublasLtHandle_t lt, const Problem& p, int& tried) {
   int ids[256], count = 0;
   LK(cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, 256,
                               ids, &count));
-  const uint16_t clusters[] = {CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
-                               CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
-                               CUBLASLT_CLUSTER_SHAPE_1x4x1};
   std::vector<cublasLtMatmulAlgo_t> valid;
   tried = 0;
   for (int i = 0; i < count; ++i) {
@@ -187,7 +166,7 @@ std::vector<cublasLtMatmulAlgo_t> configurations(cublasLtHandle_t lt, const Prob
     const uint32_t customs = std::min<uint32_t>(cap_value<uint32_t>(base, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX), 7) + 1;
     for (uint32_t tile : tiles)
       for (uint32_t stage : stages)
-        for (uint16_t cluster : clusters)
+        for (uint16_t cluster : kClusterShapes)
           for (uint32_t swizzle = 0; swizzle < swizzles; ++swizzle)
             for (uint32_t custom = 0; custom < customs; ++custom) {
               cublasLtMatmulAlgo_t algo = base;

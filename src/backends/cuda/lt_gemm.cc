@@ -26,6 +26,7 @@
 #include "backends/cuda/cuda_graph_gemm_clears.h"
 #include "backends/cuda/cuda_stream_hold.h"
 #include "backends/cuda/gemm_split_k.h"
+#include "backends/cuda/lt_algo_attributes.h"
 #include "backends/cuda/lt_gemm_plan.h"
 #include "backends/cuda/lt_gemm_wide_tune.h"
 
@@ -182,18 +183,6 @@ Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& k
   return Status::ok();
 }
 
-template <class T>
-bool algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T& v) {
-  size_t written = 0;
-  return cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) == CUBLAS_STATUS_SUCCESS &&
-         written == sizeof(v);
-}
-template <class T>
-bool algo_cap(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr, T& v) {
-  size_t written = 0;
-  return cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof(v), &written) == CUBLAS_STATUS_SUCCESS &&
-         written == sizeof(v);
-}
 
 // For products of a few rows (a classifier's last layer after gather_rows_early: one row per
 // sequence), the heuristic's candidates split K little or not at all, so a few CTAs stream all the
@@ -208,11 +197,9 @@ void add_split_k_variants(const CudaHandles& h, const PlanKey& key, Plan& plan,
                           std::vector<cublasLtMatmulAlgo_t>& candidates) {
   const size_t bases = std::min<size_t>(candidates.size(), kSplitKBases);
   for (size_t i = 0; i < bases; ++i) {
-    int32_t splittable = 0, current = 1;
-    uint32_t schemes = 0;
-    if (!algo_cap(candidates[i], CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, splittable) || !splittable) continue;
-    if (!algo_cap(candidates[i], CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, schemes)) continue;
-    algo_config(candidates[i], CUBLASLT_ALGO_CONFIG_SPLITK_NUM, current);
+    if (!cap_value<int32_t>(candidates[i], CUBLASLT_ALGO_CAP_SPLITK_SUPPORT)) continue;
+    const uint32_t schemes = cap_value<uint32_t>(candidates[i], CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
+    const int32_t current = config_value<int32_t>(candidates[i], CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
     for (int32_t split : {2, 4, 8, 16, 32}) {
       if (split == current || key.k / split < 64) continue;
       for (uint32_t scheme : {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,

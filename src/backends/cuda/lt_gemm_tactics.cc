@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "backends/cuda/lt_algo_attributes.h"
 #include "backends/cuda/lt_gemm_plan.h"
 
 namespace ingot::cuda {
@@ -47,20 +48,10 @@ std::array<int64_t, 9> config_of(const cublasLtMatmulAlgo_t& algo) {
   std::array<int64_t, 9> out{};
   for (size_t i = 0; i < out.size(); ++i) {
     const cublasLtMatmulAlgoConfigAttributes_t attr = kTacticAttributes[i];
-    size_t written = 0;
-    if (attribute_bytes(attr) == 2) {
-      uint16_t v = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-      out[i] = v;
-    } else if (attr == CUBLASLT_ALGO_CONFIG_ID || attr == CUBLASLT_ALGO_CONFIG_SPLITK_NUM) {
-      int32_t v = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-      out[i] = v;
-    } else {
-      uint32_t v = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-      out[i] = v;
-    }
+    out[i] = attribute_bytes(attr) == 2 ? int64_t(config_value<uint16_t>(algo, attr))
+             : attr == CUBLASLT_ALGO_CONFIG_ID || attr == CUBLASLT_ALGO_CONFIG_SPLITK_NUM
+                 ? int64_t(config_value<int32_t>(algo, attr))
+                 : int64_t(config_value<uint32_t>(algo, attr));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backends/cuda/cuda_stream_hold.h"
+#include "backends/cuda/lt_algo_attributes.h"
 
 namespace ingot::cuda {
 namespace {
@@ -22,25 +23,6 @@ constexpr size_t kRefined = 16;
 constexpr int kRefineRuns = 20;
 // Tiles whose every cluster shape and custom option are screened in the second stage.
 constexpr size_t kTileFinalists = 8;
-
-template <class T>
-std::vector<T> cap_array(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
-  size_t bytes = 0;
-  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS || bytes == 0)
-    return {};
-  std::vector<T> v(bytes / sizeof(T));
-  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, v.data(), v.size() * sizeof(T), &bytes) != CUBLAS_STATUS_SUCCESS)
-    return {};
-  return v;
-}
-
-template <class T>
-T cap_value(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
-  T v{};
-  size_t written = 0;
-  cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof(v), &written);
-  return v;
-}
 
 template <class T>
 bool set_config(cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T v) {
@@ -90,19 +72,6 @@ bool time_group(cudaStream_t stream, const EventChain& events, const std::vector
   return true;
 }
 
-constexpr uint16_t kClusters[] = {CUBLASLT_CLUSTER_SHAPE_AUTO,  CUBLASLT_CLUSTER_SHAPE_1x1x1,
-                                  CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_1x2x1,
-                                  CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
-                                  CUBLASLT_CLUSTER_SHAPE_1x4x1};
-
-template <class T>
-T config_value(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
-  T v{};
-  size_t written = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-  return v;
-}
-
 uint32_t custom_options(const cublasLtMatmulAlgo_t& algo) {
   return std::min<uint32_t>(cap_value<uint32_t>(algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX), 7) + 1;
 }
@@ -145,7 +114,7 @@ std::vector<cublasLtMatmulAlgo_t> tile_variants(const LtProduct& p, const std::v
       bool found = false;
       for (uint32_t custom = 0; custom < customs; ++custom)
         if (variant(p, base, tile, base_cluster, custom, algo)) out.push_back(algo), found = true;
-      for (uint16_t cluster : kClusters)
+      for (uint16_t cluster : kClusterShapes)
         for (uint32_t custom = 0; custom < customs && !found; ++custom)
           if (variant(p, base, tile, cluster, custom, algo)) out.push_back(algo), found = true;
     }
@@ -157,7 +126,7 @@ std::vector<cublasLtMatmulAlgo_t> cluster_variants(const LtProduct& p, const cub
   const uint32_t tile = config_value<uint32_t>(base, CUBLASLT_ALGO_CONFIG_TILE_ID);
   const uint32_t customs = custom_options(base);
   std::vector<cublasLtMatmulAlgo_t> out;
-  for (uint16_t cluster : kClusters)
+  for (uint16_t cluster : kClusterShapes)
     for (uint32_t custom = 0; custom < customs; ++custom) {
       cublasLtMatmulAlgo_t algo;
       if (variant(p, base, tile, cluster, custom, algo)) out.push_back(algo);
