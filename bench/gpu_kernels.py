@@ -12,6 +12,10 @@ at a time, caches as the program left them, clocks untouched), finds the last co
 launch sequence (the sequence repeats once per run; plan-time autotuning launches come before),
 and prints that run's kernels in launch order and summed by kernel name. Kernel times exclude
 launch gaps, so their sum is below the CUDA-graph time that bench reports.
+
+--bytes adds each kernel's DRAM reads and writes and its L2 traffic (dram__bytes_read.sum,
+dram__bytes_write.sum, lts__t_bytes.sum), in MB: at batch 32 a BERT-size run is held at the
+board's power limit, so bytes moved through DRAM cost clock as much as time.
 """
 import argparse
 import collections
@@ -62,12 +66,14 @@ def main():
     ap.add_argument("--width", type=int, default=110, help="kernel name column width")
     ap.add_argument("--top", type=int, default=25, help="rows of the by-name summary")
     ap.add_argument("--sequence", action="store_true", help="also print the run's kernels in launch order")
+    ap.add_argument("--bytes", action="store_true", help="also DRAM read/write and L2 bytes per kernel (MB)")
     args = ap.parse_args()
+    byte_metrics = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum"] if args.bytes else []
 
     ncu = find_ncu()
     if not ncu:
         sys.exit("gpu_kernels.py: error: ncu (Nsight Compute) is not installed here")
-    cmd = [ncu, "--metrics", "gpu__time_duration.sum", "--cache-control", "none", "--clock-control", "none",
+    cmd = [ncu, "--metrics", ",".join(["gpu__time_duration.sum"] + byte_metrics), "--cache-control", "none", "--clock-control", "none",
            "--csv", "--print-units", "base", "--target-processes", "all",
            args.ingot, "bench", args.engine, "--shapes", args.shapes, "--no-cuda-graph",
            "--iterations", str(args.iterations), "--duration", "0", "--warmup-ms", "0"]
@@ -77,31 +83,44 @@ def main():
     if p.returncode != 0 or start < 0:
         sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
         sys.exit(f"gpu_kernels.py: error: ncu exited {p.returncode} without a kernel table")
-    rows = [r for r in csv.DictReader(io.StringIO(text[start:])) if r.get("Metric Name") == "gpu__time_duration.sum"]
+    all_rows = list(csv.DictReader(io.StringIO(text[start:])))
+    rows = [r for r in all_rows if r.get("Metric Name") == "gpu__time_duration.sum"]
+    mb = collections.defaultdict(dict)  # kernel ID -> metric -> MB
+    for r in all_rows:
+        if r.get("Metric Name") in byte_metrics:
+            mb[r["ID"]][r["Metric Name"]] = float(r["Metric Value"].replace(",", "")) / 1e6  # base unit: bytes
     kernels = []
     for r in rows:
         v = float(r["Metric Value"].replace(",", ""))
         unit = r.get("Metric Unit", "nsecond")
         us = v / 1000.0 if unit in ("nsecond", "ns") else v * 1000.0 if unit in ("msecond", "ms") else v
-        kernels.append((r["Kernel Name"], us, r.get("Grid Size", ""), r.get("Block Size", "")))
+        kernels.append((r["Kernel Name"], us, r.get("Grid Size", ""), r.get("Block Size", ""),
+                        [mb[r["ID"]].get(m, 0.0) for m in byte_metrics]))
     names = [k[0] for k in kernels]
     period = last_run(names)
     run = kernels[-period:]
     total = sum(k[1] for k in run)
     print(f"== {os.path.basename(os.path.dirname(os.path.abspath(args.engine)))} {args.shapes}: "
           f"{period} kernels per run, {total:.1f} us of kernel time (no launch gaps)")
+    if byte_metrics:
+        sums = [sum(k[4][i] for k in run) for i in range(len(byte_metrics))]
+        print("  MB per run: DRAM read %.1f, DRAM write %.1f, L2 %.1f" % tuple(sums))
     by = collections.OrderedDict()
-    for name, us, grid, _ in run:
-        e = by.setdefault(name, [0, 0.0, grid])
+    for name, us, grid, _, moved in run:
+        e = by.setdefault(name, [0, 0.0, grid, [0.0] * len(byte_metrics)])
         e[0] += 1
         e[1] += us
-    print(f"  {'count':>5} {'us total':>9} {'us each':>8} {'share':>6}  kernel")
-    for name, (count, us, grid) in sorted(by.items(), key=lambda kv: -kv[1][1])[: args.top]:
-        print(f"  {count:5d} {us:9.1f} {us / count:8.2f} {100 * us / total:5.1f}%  {short_name(name, args.width)} [{grid}]")
+        e[3] = [a + b for a, b in zip(e[3], moved)]
+    mb_head = "  DRAM rd MB  DRAM wr MB     L2 MB" if byte_metrics else ""
+    print(f"  {'count':>5} {'us total':>9} {'us each':>8} {'share':>6}{mb_head}  kernel")
+    for name, (count, us, grid, moved) in sorted(by.items(), key=lambda kv: -kv[1][1])[: args.top]:
+        cols = "".join(f" {v:11.1f}" for v in moved)
+        print(f"  {count:5d} {us:9.1f} {us / count:8.2f} {100 * us / total:5.1f}%{cols}  {short_name(name, args.width)} [{grid}]")
     if args.sequence:
         print("  launch order:")
-        for i, (name, us, grid, block) in enumerate(run):
-            print(f"  {i:4d} {us:9.2f} us  grid {grid:>14} block {block:>12}  {short_name(name, args.width)}")
+        for i, (name, us, grid, block, moved) in enumerate(run):
+            cols = "".join(f" {v:9.1f} MB" for v in moved)
+            print(f"  {i:4d} {us:9.2f} us{cols}  grid {grid:>14} block {block:>12}  {short_name(name, args.width)}")
 
 
 if __name__ == "__main__":

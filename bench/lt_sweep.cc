@@ -17,10 +17,22 @@
 // wide tuning (lt_gemm_wide_tune.h) screens those of the heuristic's candidates: this says
 // whether another id would win.
 //
-// On the GPU machine: lt_sweep [rows]   (rows default 4096: batch 32 of 128 tokens)
+// Then the 12 again, each launched back to back for about 300 ms, as a batch-32 model keeps the
+// GPU: the board is at its power limit there (docs/PERFORMANCE.md, session 28), so what ranks
+// configurations in the model is time at the capped clock, i.e. energy a launch. Printed: µs a
+// launch sustained, mJ a launch (NVML's energy counter, read through dlopen) and the SM clock.
+// 300 ms is short of the power controller's settling (session 31: 1485-1980 MHz across the
+// candidates of one shape, some above 700 W on average), so compare mJ a launch, not µs.
+//
+// On the GPU machine: lt_sweep [rows] [--heuristic]   (rows default 4096: batch 32 of 128 tokens;
+// --heuristic: the heuristic's candidates alone, each cold and sustained, no sweep: a minute
+// instead of several, most of a sweep being the first launch of each kernel's module)
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -116,6 +128,43 @@ std::string describe(const cublasLtMatmulAlgo_t& algo) {
   return buf;
 }
 
+// NVML's energy counter and SM clock, through dlopen (the driver's library; no header or stub here).
+struct Nvml {
+  using Init = int (*)();
+  using Handle = int (*)(unsigned, void**);
+  using Energy = int (*)(void*, unsigned long long*);
+  using Clock = int (*)(void*, int, unsigned*);
+  void* dev = nullptr;
+  Energy energy_fn = nullptr;
+  Clock clock_fn = nullptr;
+
+  Nvml() {
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (!lib) return;
+    auto init = reinterpret_cast<Init>(dlsym(lib, "nvmlInit_v2"));
+    auto handle = reinterpret_cast<Handle>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+    energy_fn = reinterpret_cast<Energy>(dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
+    clock_fn = reinterpret_cast<Clock>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    if (!init || !handle || !energy_fn || !clock_fn || init() != 0 || handle(0, &dev) != 0) dev = nullptr;
+  }
+  // Millijoules since the driver loaded; 0 without NVML.
+  unsigned long long millijoules() const {
+    unsigned long long mj = 0;
+    if (dev) energy_fn(dev, &mj);
+    return mj;
+  }
+  unsigned sm_mhz() const {
+    unsigned mhz = 0;
+    if (dev) clock_fn(dev, 1 /* NVML_CLOCK_SM */, &mhz);
+    return mhz;
+  }
+};
+
+struct Sustained {
+  float us, mj;
+  unsigned mhz;
+};
+
 struct Timer {
   cublasLtHandle_t lt;
   cudaStream_t stream;
@@ -142,6 +191,28 @@ struct Timer {
     float ms = 0.f;
     CK(cudaEventElapsedTime(&ms, e0, e1));
     return ms * 1000.f / float(reps);
+  }
+
+  // About `ms` of launches back to back (sized from the launch's cold time): µs and mJ a launch,
+  // and the SM clock read halfway through.
+  Sustained sustained(const Problem& p, const cublasLtMatmulAlgo_t& algo, float cold_us, const Nvml& nvml,
+                      float ms = 300.f) {
+    const int reps = std::max(100, int(ms * 1000.f / cold_us));
+    const float alpha = 1.f;
+    CK(cudaStreamSynchronize(stream));
+    const unsigned long long mj0 = nvml.millijoules();
+    CK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < reps; ++i)
+      cublasLtMatmul(lt, p.op, &alpha, p.w, p.a, p.x, p.b, &p.beta, p.c ? p.c : p.out, p.d, p.out, p.d, &algo,
+                     workspace, kWorkspace, stream);
+    CK(cudaEventRecord(e1, stream));
+    usleep(useconds_t(ms * 500.f));
+    const unsigned mhz = nvml.sm_mhz();
+    CK(cudaEventSynchronize(e1));
+    const unsigned long long mj1 = nvml.millijoules();
+    float elapsed = 0.f;
+    CK(cudaEventElapsedTime(&elapsed, e0, e1));
+    return {elapsed * 1000.f / float(reps), float(mj1 - mj0) / float(reps), mhz};
   }
 };
 
@@ -194,8 +265,10 @@ std::vector<cublasLtMatmulAlgo_t> configurations(cublasLtHandle_t lt, const Prob
 
 int main(int argc, char** argv) {
   const int64_t m = argc > 1 ? std::atoll(argv[1]) : 4096;
+  const bool heuristic_only = argc > 2 && std::string(argv[2]) == "--heuristic";
   std::mt19937 rng(7);
   Timer t{};
+  const Nvml nvml;
   LK(cublasLtCreate(&t.lt));
   CK(cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking));
   CK(cudaMalloc(&t.workspace, kWorkspace));
@@ -222,12 +295,22 @@ int main(int argc, char** argv) {
     LK(cublasLtMatmulAlgoGetHeuristic(t.lt, p.op, p.a, p.b, p.d, p.d, pref, kHeuristic, results, &found));
     float first = -1.f, best_h = 1e30f;
     std::string first_desc, best_h_desc;
+    cublasLtMatmulAlgo_t first_algo{};
     for (int i = 0; i < found; ++i) {
       if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
       const float us = t.time(p, results[i].algo, kRefine);
       if (us < 0.f) continue;
-      if (first < 0.f) first = us, first_desc = describe(results[i].algo);
+      if (heuristic_only) {
+        const Sustained h = t.sustained(p, results[i].algo, us, nvml);
+        printf("  %s candidate %d: %.2f us  sustained %.2f us %.3f mJ %u MHz  [%s]\n", s.name, i, us, h.us, h.mj, h.mhz,
+               describe(results[i].algo).c_str());
+      }
+      if (first < 0.f) first = us, first_desc = describe(results[i].algo), first_algo = results[i].algo;
       if (us < best_h) best_h = us, best_h_desc = describe(results[i].algo);
+    }
+    if (heuristic_only) {
+      cublasLtMatmulPreferenceDestroy(pref);
+      continue;
     }
     int tried = 0;
     std::vector<cublasLtMatmulAlgo_t> all = configurations(t.lt, p, tried);
@@ -245,10 +328,16 @@ int main(int argc, char** argv) {
            "[%s]; %zu of %d configurations valid, %zu ran\n",
            s.name, static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), gflop, first,
            gflop / first * 1e3, first_desc.c_str(), found, best_h, best_h_desc.c_str(), all.size(), tried, quick.size());
-    for (const auto& [us, i] : refined)
-      printf("  %.2f us  %.0f TFLOP/s  %.3fx the heuristic's best  %lldx%lldx%lld:%s\n", us,
-             gflop / us * 1e3, us / best_h, static_cast<long long>(m), static_cast<long long>(s.n),
-             static_cast<long long>(s.k), describe(all[i]).c_str());
+    if (first > 0.f) {
+      const Sustained h = t.sustained(p, first_algo, first, nvml);
+      printf("  heuristic's first sustained %.2f us %.3f mJ %u MHz\n", h.us, h.mj, h.mhz);
+    }
+    for (const auto& [us, i] : refined) {
+      const Sustained h = t.sustained(p, all[i], us, nvml);
+      printf("  %.2f us  %.0f TFLOP/s  %.3fx the heuristic's best  sustained %.2f us %.3f mJ %u MHz  %lldx%lldx%lld:%s\n",
+             us, gflop / us * 1e3, us / best_h, h.us, h.mj, h.mhz, static_cast<long long>(m),
+             static_cast<long long>(s.n), static_cast<long long>(s.k), describe(all[i]).c_str());
+    }
     cublasLtMatmulPreferenceDestroy(pref);
   }
   return 0;

@@ -23,6 +23,13 @@
 // DistilGPT2 b1 slower from 8 MB; ResNet-50 b1 unchanged. Issued after the LayerNorms' and the
 // embedding's first loads instead of before them: no difference (session 26).
 //
+// Nor did keeping activations in L2 at b32 (session 31, an experiment since removed): BERT-base's
+// FFN intermediate (25 MB, one arena offset for all 12 layers) is written to DRAM by FFN 1 and
+// read back by FFN 2 (~36 MB a layer, Nsight Compute); an access policy window marking it
+// persisting in every kernel node of the graph, with 31 MB of L2 set aside, made BERT-base b32
+// 1.69-1.70 ms against 1.42 (DistilBERT 0.79-0.80 against 0.65-0.66), the rest of the traffic
+// squeezed into what was left; with 16 MB set aside (hit ratio 0.67) it was unchanged.
+//
 // INGOT_CUDA_L2_PREFETCH=0 (when a plan is made) turns it off: an A/B switch.
 #pragma once
 
