@@ -20,7 +20,8 @@
 // Then the 12 again, each launched back to back for about 300 ms, as a batch-32 model keeps the
 // GPU: the board is at its power limit there (docs/PERFORMANCE.md, session 28), so what ranks
 // configurations in the model is time at the capped clock, i.e. energy a launch. Printed: µs a
-// launch sustained, mJ a launch (NVML's energy counter, read through dlopen) and the SM clock.
+// launch sustained, mJ a launch (the board's energy counter) and the median SM clock, from the
+// clock monitor of ingot bench (cuda_clock_monitor.h).
 // 300 ms is short of the power controller's settling (session 31: 1485-1980 MHz across the
 // candidates of one shape, some above 700 W on average), so compare mJ a launch, not µs.
 //
@@ -31,16 +32,16 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <dlfcn.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_clock_monitor.h"
 #include "backends/cuda/lt_algo_attributes.h"
 
 #define CK(x)                                                                                   \
@@ -128,38 +129,6 @@ std::string describe(const cublasLtMatmulAlgo_t& algo) {
   return buf;
 }
 
-// NVML's energy counter and SM clock, through dlopen (the driver's library; no header or stub here).
-struct Nvml {
-  using Init = int (*)();
-  using Handle = int (*)(unsigned, void**);
-  using Energy = int (*)(void*, unsigned long long*);
-  using Clock = int (*)(void*, int, unsigned*);
-  void* dev = nullptr;
-  Energy energy_fn = nullptr;
-  Clock clock_fn = nullptr;
-
-  Nvml() {
-    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-    if (!lib) return;
-    auto init = reinterpret_cast<Init>(dlsym(lib, "nvmlInit_v2"));
-    auto handle = reinterpret_cast<Handle>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
-    energy_fn = reinterpret_cast<Energy>(dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
-    clock_fn = reinterpret_cast<Clock>(dlsym(lib, "nvmlDeviceGetClockInfo"));
-    if (!init || !handle || !energy_fn || !clock_fn || init() != 0 || handle(0, &dev) != 0) dev = nullptr;
-  }
-  // Millijoules since the driver loaded; 0 without NVML.
-  unsigned long long millijoules() const {
-    unsigned long long mj = 0;
-    if (dev) energy_fn(dev, &mj);
-    return mj;
-  }
-  unsigned sm_mhz() const {
-    unsigned mhz = 0;
-    if (dev) clock_fn(dev, 1 /* NVML_CLOCK_SM */, &mhz);
-    return mhz;
-  }
-};
-
 struct Sustained {
   float us, mj;
   unsigned mhz;
@@ -193,28 +162,52 @@ struct Timer {
     return ms * 1000.f / float(reps);
   }
 
-  // About `ms` of launches back to back (sized from the launch's cold time): µs and mJ a launch,
-  // and the SM clock read halfway through.
-  Sustained sustained(const Problem& p, const cublasLtMatmulAlgo_t& algo, float cold_us, const Nvml& nvml,
-                      float ms = 300.f) {
+  // About `ms` of launches back to back (sized from the launch's cold time): µs and mJ a launch
+  // and the median SM clock (ingot bench's clock monitor, NVML; mJ -1 without it).
+  Sustained sustained(const Problem& p, const cublasLtMatmulAlgo_t& algo, float cold_us, float ms = 300.f) {
     const int reps = std::max(100, int(ms * 1000.f / cold_us));
     const float alpha = 1.f;
     CK(cudaStreamSynchronize(stream));
-    const unsigned long long mj0 = nvml.millijoules();
+    auto monitor = ingot::cuda::start_clock_monitor(0, std::chrono::milliseconds(20));
     CK(cudaEventRecord(e0, stream));
     for (int i = 0; i < reps; ++i)
       cublasLtMatmul(lt, p.op, &alpha, p.w, p.a, p.x, p.b, &p.beta, p.c ? p.c : p.out, p.d, p.out, p.d, &algo,
                      workspace, kWorkspace, stream);
     CK(cudaEventRecord(e1, stream));
-    usleep(useconds_t(ms * 500.f));
-    const unsigned mhz = nvml.sm_mhz();
     CK(cudaEventSynchronize(e1));
-    const unsigned long long mj1 = nvml.millijoules();
+    const ingot::DeviceClockReport r = monitor ? (*monitor)->stop() : ingot::DeviceClockReport{};
     float elapsed = 0.f;
     CK(cudaEventElapsedTime(&elapsed, e0, e1));
-    return {elapsed * 1000.f / float(reps), float(mj1 - mj0) / float(reps), mhz};
+    return {elapsed * 1000.f / float(reps), r.energy_j >= 0 ? float(r.energy_j * 1000.0 / reps) : -1.f,
+            unsigned(r.sm_mhz_median)};
   }
 };
+
+// `algo` made again from its algorithm id and its nine configuration attributes, as an engine
+// file keeps a tuned product (lt_gemm_tactics.cc): whether the heuristic's candidates carry
+// anything else that a saved configuration would lose.
+cublasLtMatmulAlgo_t rebuilt(cublasLtHandle_t lt, const cublasLtMatmulAlgo_t& algo) {
+  cublasLtMatmulAlgo_t out{};
+  LK(cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F,
+                            config_value<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID), &out));
+  auto copy32 = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
+    const uint32_t v = config_value<uint32_t>(algo, a);
+    LK(cublasLtMatmulAlgoConfigSetAttribute(&out, a, &v, sizeof(v)));
+  };
+  auto copy16 = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
+    const uint16_t v = config_value<uint16_t>(algo, a);
+    LK(cublasLtMatmulAlgoConfigSetAttribute(&out, a, &v, sizeof(v)));
+  };
+  copy32(CUBLASLT_ALGO_CONFIG_TILE_ID);
+  copy32(CUBLASLT_ALGO_CONFIG_STAGES_ID);
+  copy32(CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+  copy32(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
+  copy32(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
+  copy32(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);
+  copy16(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID);
+  copy16(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+  return out;
+}
 
 // Every configuration of every algorithm id that cublasLtMatmulAlgoCheck accepts for p, split-K
 // left at one (the products are 4096 rows: enough tiles without it).
@@ -268,7 +261,6 @@ int main(int argc, char** argv) {
   const bool heuristic_only = argc > 2 && std::string(argv[2]) == "--heuristic";
   std::mt19937 rng(7);
   Timer t{};
-  const Nvml nvml;
   LK(cublasLtCreate(&t.lt));
   CK(cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking));
   CK(cudaMalloc(&t.workspace, kWorkspace));
@@ -301,9 +293,12 @@ int main(int argc, char** argv) {
       const float us = t.time(p, results[i].algo, kRefine);
       if (us < 0.f) continue;
       if (heuristic_only) {
-        const Sustained h = t.sustained(p, results[i].algo, us, nvml);
-        printf("  %s candidate %d: %.2f us  sustained %.2f us %.3f mJ %u MHz  [%s]\n", s.name, i, us, h.us, h.mj, h.mhz,
-               describe(results[i].algo).c_str());
+        const Sustained h = t.sustained(p, results[i].algo, us);
+        const cublasLtMatmulAlgo_t again = rebuilt(t.lt, results[i].algo);
+        const bool same = std::memcmp(&again, &results[i].algo, sizeof(again)) == 0;
+        const float us_again = same ? us : t.time(p, again, kRefine);
+        printf("  %s candidate %d: %.2f us  sustained %.2f us %.3f mJ %u MHz  [%s]  rebuilt: %s %.2f us\n", s.name, i, us,
+               h.us, h.mj, h.mhz, describe(results[i].algo).c_str(), same ? "same bytes" : "DIFFERENT bytes", us_again);
       }
       if (first < 0.f) first = us, first_desc = describe(results[i].algo), first_algo = results[i].algo;
       if (us < best_h) best_h = us, best_h_desc = describe(results[i].algo);
@@ -329,11 +324,11 @@ int main(int argc, char** argv) {
            s.name, static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), gflop, first,
            gflop / first * 1e3, first_desc.c_str(), found, best_h, best_h_desc.c_str(), all.size(), tried, quick.size());
     if (first > 0.f) {
-      const Sustained h = t.sustained(p, first_algo, first, nvml);
+      const Sustained h = t.sustained(p, first_algo, first);
       printf("  heuristic's first sustained %.2f us %.3f mJ %u MHz\n", h.us, h.mj, h.mhz);
     }
     for (const auto& [us, i] : refined) {
-      const Sustained h = t.sustained(p, all[i], us, nvml);
+      const Sustained h = t.sustained(p, all[i], us);
       printf("  %.2f us  %.0f TFLOP/s  %.3fx the heuristic's best  sustained %.2f us %.3f mJ %u MHz  %lldx%lldx%lld:%s\n",
              us, gflop / us * 1e3, us / best_h, h.us, h.mj, h.mhz, static_cast<long long>(m),
              static_cast<long long>(s.n), static_cast<long long>(s.k), describe(all[i]).c_str());

@@ -101,7 +101,8 @@ INGOT_SOURCE_DIR="$root" "$tests" --gtest_output=json:"$out/gpu_tests.json" "$@"
 set -e
 grep -E "^\[  (FAILED|SKIPPED) |Failure|error:" "$out/gpu_tests.log" | head -60 || true
 
-# 2. The CLI on a fixture: build an engine per precision, run it, compare with PyTorch's outputs.
+# 2. The CLI on a fixture: build an engine per precision, run it, compare with PyTorch's outputs,
+#    bench it (which reports the GPU's clocks over the timed runs).
 cli_pass=0 cli_fail=0
 fx=tests/models/bert
 for prec in fp32 fp16 bf16; do
@@ -114,12 +115,13 @@ import numpy as np
 z = np.load("$fx/inputs.npz")
 print(",".join(k + ":" + "x".join(str(d) for d in z[k].shape) for k in z.files))
 EOF
-)" --iterations 50 --duration 0.2 >"$out/bench_$prec.log" 2>&1; then
+)" --iterations 50 --duration 0.2 >"$out/bench_$prec.log" 2>&1 &&
+     grep -q "^GPU clocks, shape 1: SM" "$out/bench_$prec.log"; then
     cli_pass=$((cli_pass + 1))
     tail -4 "$out/bench_$prec.log" | head -2
   else
     cli_fail=$((cli_fail + 1))
-    echo "FAILED: CLI build/compare/bench --device cuda --precision $prec"
+    echo "FAILED: CLI build/compare/bench (with its GPU clocks line) --device cuda --precision $prec"
     tail -3 "$out"/build_$prec.log "$out"/compare_$prec.log "$out"/bench_$prec.log 2>/dev/null || true
   fi
 done

@@ -9,7 +9,8 @@
 // N contexts of the engine at once (bench_streams.h) and reports their aggregate throughput.
 //
 // A cuda engine made from an ONNX model here is tuned at each shape before it is timed, as
-// `ingot build` tunes at a profile's shapes (Engine::tune).
+// `ingot build` tunes at a profile's shapes (Engine::tune). On a GPU the SM clock, power and
+// what held the clock down are sampled over each shape's timed runs (bench_clocks.h).
 //
 // Shape sweeps (--batch, --seq): see kShapeRule below.
 #include <sys/stat.h>
@@ -23,12 +24,14 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "bench_clocks.h"
 #include "bench_stats.h"
 #include "bench_streams.h"
 #include "cli_common.h"
@@ -37,6 +40,7 @@
 #include "random_inputs.h"
 #include "text/tokenizer.h"
 #include "text_inputs.h"
+#include "runtime/device.h"
 #include "runtime/engine.h"
 #include "runtime/parallel.h"
 
@@ -188,6 +192,7 @@ struct ShapeResult {
   int64_t batch = 1;
   int64_t seq = -1;  // -1: no sequence dim
   Side ingot, ort;
+  std::optional<DeviceClockReport> clocks;  // the GPU's clocks over the timed runs
 };
 
 nlohmann::json side_json(const Side& s, int64_t batch) {
@@ -455,6 +460,7 @@ int run_bench(const BenchOptions& o) {
   for (int i = 0; i < o.streams; ++i) contexts.push_back(engine->create_context());
   ExecutionContext* ctx = contexts.front().get();
   using clock = std::chrono::steady_clock;
+  const DeviceBackend* clock_backend = engine->device() ? find_device_backend(engine->options().device) : nullptr;
   for (size_t k = 0; k < results.size(); ++k) {
     ShapeResult& r = results[k];
     std::map<std::string, Tensor> inputs;
@@ -557,6 +563,14 @@ int run_bench(const BenchOptions& o) {
       bool counts = int(r.ingot.ms.size()) >= o.iterations && (!peer || int(r.ort.ms.size()) >= o.iterations);
       return counts && r.ingot.total_ms() + (peer ? r.ort.total_ms() : 0.0) >= o.duration * 1000.0;
     };
+    // The GPU's clocks over the timed runs: at its power limit a GPU runs as fast as the energy a
+    // run takes allows, and a reader of the times needs to know that (bench_clocks.h).
+    std::unique_ptr<DeviceClockMonitor> monitor;
+    if (clock_backend) {
+      auto m = clock_backend->monitor_clocks();
+      if (m) monitor = std::move(*m);
+      else if (noted.insert("clocks").second) note("GPU clocks not monitored: " + m.status().message());
+    }
     while (!done()) {
       auto block_for = [&](const Side& s) {
         int have = int(s.ms.size());
@@ -573,6 +587,7 @@ int run_bench(const BenchOptions& o) {
         if (!st) return error(st);
       }
     }
+    if (monitor) r.clocks = monitor->stop();
     r.ingot.stats = bench::summarize(r.ingot.ms);
     if (!r.ingot.gpu_ms.empty()) r.ingot.gpu_stats = bench::summarize(r.ingot.gpu_ms);
     r.ingot.peak_rss_kb = self_max_rss_kb();
@@ -663,6 +678,15 @@ int run_bench(const BenchOptions& o) {
     std::cout << "GPU " << d.name << " (compute capability " << d.compute_capability << ", CUDA runtime "
               << d.runtime_version << "); CUDA graphs " << (engine->options().cuda_graph ? "on" : "off") << "\n";
     std::cout << "device memory: " << describe_device_memory(*engine, ctx) << (o.streams > 1 ? " (one context of " + std::to_string(o.streams) + ")" : "") << "\n";
+    bool capped = false;
+    for (size_t k = 0; k < results.size(); ++k) {
+      if (!results[k].clocks) continue;
+      std::cout << "GPU clocks, shape " << (k + 1) << ": " << bench::describe_clocks(*results[k].clocks, results[k].ingot.ms.size()) << "\n";
+      capped = capped || bench::power_capped(*results[k].clocks);
+    }
+    if (capped)
+      note("the GPU ran at its power limit: its clock, and so these times, follow the energy a run takes and the "
+           "board's temperature (another board of the same model, or this one warmer, can differ by a few percent)");
   }
   std::cout << "load average " << load_average() << " at end\n";
 
@@ -710,6 +734,7 @@ int run_bench(const BenchOptions& o) {
       e["seq"] = r.seq >= 0 ? nlohmann::json(r.seq) : nlohmann::json(nullptr);
       e["ingot"] = side_json(r.ingot, r.batch);
       if (!r.ingot.gpu_ms.empty()) e["ingot"]["gpu_compute"] = gpu_json(r.ingot);
+      if (r.clocks) e["ingot"]["gpu_clocks"] = bench::clocks_json(*r.clocks, r.ingot.ms.size());
       if (peer) {
         e["ort"] = side_json(r.ort, r.batch);
         e["ratio_median"] = r.ingot.stats.median / r.ort.stats.median;

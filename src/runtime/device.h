@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +66,28 @@ struct DeviceRunTimes {
   double d2h_ms = 0;      // device time of the output copies
 };
 
+// What a GPU's clock controller did while runs were timed (ingot bench): the SM clock, the
+// board's power, and the share of samples in which each reason held the clock below its
+// maximum. At batch 32 a BERT-size model keeps an H100 at its 700 W limit the whole time
+// (docs/PERFORMANCE.md, developer session 31): its times then follow the energy a run takes
+// and the board's temperature, not the clock the GPU advertises.
+struct DeviceClockReport {
+  int samples = 0;
+  double sm_mhz_median = 0, sm_mhz_min = 0;
+  double sm_mhz_max = 0;  // the highest SM clock the GPU supports
+  double power_w_median = 0, power_w_max = 0;
+  double power_limit_w = 0;                              // the limit the board enforces
+  double energy_j = -1;  // what the board drew over the whole span (its energy counter); -1 unknown
+  std::vector<std::pair<std::string, double>> held_by;  // reason, share of samples in (0, 1]; largest first
+};
+
+// Samples a device's clocks on a thread of its own from its creation until stop().
+class DeviceClockMonitor {
+ public:
+  virtual ~DeviceClockMonitor() = default;
+  virtual DeviceClockReport stop() = 0;
+};
+
 class DeviceContext {
  public:
   virtual ~DeviceContext() = default;
@@ -108,6 +131,10 @@ class DeviceBackend {
   virtual Expected<std::unique_ptr<DeviceExecutor>> create(const Graph& graph,
                                                            const std::map<std::string, int64_t>& opsets,
                                                            const DeviceCreateOptions& options) const = 0;
+  // Starts sampling the device's clocks and power; an error when the device cannot report them.
+  virtual Expected<std::unique_ptr<DeviceClockMonitor>> monitor_clocks() const {
+    return unsupported("this device reports no clocks");
+  }
 };
 
 // The backend registered under `name` ("cuda"), or null when this build has none.
