@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# The SM clock, power and nvidia-smi's clock-event reasons while a bench engine runs for several
-# seconds (`ingot bench --duration`), sampled every 50 ms: whether it runs at full clock or is
-# held down by the power cap (sw_power_cap), a hardware slowdown or power brake, or temperature.
-# nvidia-smi's power.draw averages about a second, so a loop that idles between runs can read
-# well under the cap while its kernels run at it; the reasons say what the clock controller did.
-# With NAME=VALUE, a second engine built with those variables set (as gpu_ab.sh --at-build) is
-# measured the same way, alternating with the first, ROUNDS times.
+# The SM clock, power, energy a run and what held the clock down while a bench engine runs for
+# several seconds: `ingot bench --duration` prints them (its "GPU clocks" line, NVML sampled every
+# 20 ms, cuda_clock_monitor.h): whether it runs at full clock or is held down by the power cap, a
+# hardware slowdown or power brake, or temperature. With NAME=VALUE, a second engine built with
+# those variables set (as gpu_ab.sh --at-build) is measured the same way, alternating with the
+# first, ROUNDS times.
 #
 #   scripts/gpu-check.sh --pack                  # here, first: .gpu/pack.tar.xz
 #   bench/gpu_clocks.sh [NAME=VALUE...] [--models bert] [--batches 32] [--seconds 8] [--rounds 2]
@@ -23,43 +22,14 @@ while [ $# -gt 0 ]; do
 done
 gpu_engines
 
-reasons=sw_power_cap,hw_slowdown,hw_power_brake_slowdown,sw_thermal_slowdown,hw_thermal_slowdown
-fields=clocks.sm,power.draw,utilization.gpu$(printf ',clocks_event_reasons.%s' ${reasons//,/ })
-# Drivers before 535 name the reasons clocks_throttle_reasons.
-nvidia-smi --query-gpu="$fields" --format=csv,noheader >/dev/null 2>&1 ||
-  fields=${fields//clocks_event_reasons/clocks_throttle_reasons}
 nvidia-smi --query-gpu=name,power.limit,enforced.power.limit,clocks.max.sm,temperature.gpu --format=csv
 
-# clock_profile ENGINE SHAPES: one line: the busy samples' median and lowest clock, median and
-# highest power, and the share of them with each reason active.
+# clock_profile ENGINE SHAPES: the GPU compute median and the clocks line of one long bench.
 clock_profile() {
-  nvidia-smi --query-gpu="$fields" --format=csv,noheader,nounits -lms 50 >/tmp/gpu_clocks.csv &
-  local smi=$!
-  "$ing" bench "$1" --shapes "$2" --iterations 1 --duration "$seconds" --warmup-ms 500 >/dev/null 2>&1 ||
-    echo "bench failed: $1"
-  kill "$smi"
-  wait "$smi" 2>/dev/null
-  python3 - /tmp/gpu_clocks.csv "$reasons" <<'PY'
-import statistics, sys
-names = sys.argv[2].split(",")
-rows = []
-for line in open(sys.argv[1]):
-    v = [x.strip() for x in line.split(",")]
-    try:
-        clock, power, busy = float(v[0]), float(v[1]), float(v[2])
-    except (ValueError, IndexError):
-        continue
-    if busy >= 50:
-        rows.append((clock, power, [x.lower().startswith("active") for x in v[3:]]))
-if not rows:
-    print("no sample with the GPU >= 50 % busy")
-    sys.exit()
-share = lambda i: 100.0 * sum(r[2][i] for r in rows if i < len(r[2])) / len(rows)
-print("%d busy samples: %.0f MHz median (lowest %.0f), %.0f W median (highest %.0f); active: %s" % (
-    len(rows), statistics.median(r[0] for r in rows), min(r[0] for r in rows),
-    statistics.median(r[1] for r in rows), max(r[1] for r in rows),
-    ", ".join("%s %.0f%%" % (n, share(i)) for i, n in enumerate(names))))
-PY
+  "$ing" bench "$1" --shapes "$2" --iterations 1 --duration "$seconds" --warmup-ms 500 --json /tmp/gpu_clocks.json \
+    >/tmp/gpu_clocks.log 2>&1 || { echo "bench failed: $(tail -1 /tmp/gpu_clocks.log)"; return; }
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.4f ms median;" % d["results"][0]["ingot"]["gpu_compute"]["median_ms"], end=" ")' /tmp/gpu_clocks.json
+  grep "^GPU clocks" /tmp/gpu_clocks.log | sed 's/^GPU clocks, shape 1: //'
 }
 
 for m in ${models//,/ }; do
