@@ -25,9 +25,12 @@
 // 300 ms is short of the power controller's settling (session 31: 1485-1980 MHz across the
 // candidates of one shape, some above 700 W on average), so compare mJ a launch, not µs.
 //
-// On the GPU machine: lt_sweep [rows] [--heuristic]   (rows default 4096: batch 32 of 128 tokens;
-// --heuristic: the heuristic's candidates alone, each cold and sustained, no sweep: a minute
-// instead of several, most of a sweep being the first launch of each kernel's module)
+// On the GPU machine: lt_sweep [rows] [--heuristic | --clusters]   (rows default 4096: batch 32
+// of 128 tokens; --heuristic: the heuristic's candidates alone, each cold and sustained, no sweep:
+// a minute instead of several, most of a sweep being the first launch of each kernel's module;
+// --clusters: the tiles of the heuristic's first two candidates with every cluster shape, cold
+// and sustained for 500 ms: whether sharing operands across more CTAs (TMA multicast: fewer L2
+// reads) costs less energy a launch at the power limit)
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -259,6 +262,7 @@ std::vector<cublasLtMatmulAlgo_t> configurations(cublasLtHandle_t lt, const Prob
 int main(int argc, char** argv) {
   const int64_t m = argc > 1 ? std::atoll(argv[1]) : 4096;
   const bool heuristic_only = argc > 2 && std::string(argv[2]) == "--heuristic";
+  const bool clusters_only = argc > 2 && std::string(argv[2]) == "--clusters";
   std::mt19937 rng(7);
   Timer t{};
   LK(cublasLtCreate(&t.lt));
@@ -303,7 +307,25 @@ int main(int argc, char** argv) {
       if (first < 0.f) first = us, first_desc = describe(results[i].algo), first_algo = results[i].algo;
       if (us < best_h) best_h = us, best_h_desc = describe(results[i].algo);
     }
-    if (heuristic_only) {
+    if (clusters_only) {
+      for (int i = 0; i < std::min(found, 2); ++i) {
+        for (uint16_t cluster : kClusterShapes) {
+          cublasLtMatmulAlgo_t algo = results[i].algo;
+          cublasLtMatmulHeuristicResult_t r{};
+          if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster,
+                                                   sizeof(cluster)) != CUBLAS_STATUS_SUCCESS ||
+              cublasLtMatmulAlgoCheck(t.lt, p.op, p.a, p.b, p.d, p.d, &algo, &r) != CUBLAS_STATUS_SUCCESS ||
+              r.workspaceSize > kWorkspace)
+            continue;
+          const float us = t.time(p, algo, kRefine);
+          if (us < 0.f) continue;
+          const Sustained h = t.sustained(p, algo, us, 500.f);
+          printf("  %s candidate %d cluster %u: %.2f us  sustained %.2f us %.3f mJ %u MHz  [%s]\n", s.name, i,
+                 unsigned(cluster), us, h.us, h.mj, h.mhz, describe(algo).c_str());
+        }
+      }
+    }
+    if (heuristic_only || clusters_only) {
       cublasLtMatmulPreferenceDestroy(pref);
       continue;
     }
