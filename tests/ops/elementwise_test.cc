@@ -307,6 +307,34 @@ TEST(ElementwiseCast, Conversions) {
   EXPECT_EQ(values<int64_t>(like[0]), (std::vector<int64_t>{1, 0}));
 }
 
+// float32 -> bfloat16 rounds to nearest, ties to even (ONNX's helper, ONNX Runtime and PyTorch do;
+// ONNX 1.12's test_cast_FLOAT_to_BFLOAT16 expects truncation, so the conformance runner skips it).
+TEST(ElementwiseCast, FloatToBfloat16RoundsToNearestEven) {
+  auto bits_of = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  };
+  // Upper halves 0x3F80 (1.0) and 0x3F81: below half-way, half-way to even (down), above half-way;
+  // half-way from odd 0x3F81 rounds up to 0x3F82; the largest finite float rounds to +inf; NaN stays NaN.
+  Tensor f = make<float>({8}, {bits_of(0x3F807FFFu), bits_of(0x3F808000u), bits_of(0x3F808001u), bits_of(0x3F818000u),
+                               bits_of(0x7F7FFFFFu), -std::numeric_limits<float>::infinity(), std::nanf(""),
+                               0.4799f});
+  Attributes to;
+  to.set("to", int_attr(int64_t(DType::kBFloat16)));
+  auto out = run_single_node("Cast", {f}, 1, to);
+  ASSERT_EQ(out[0].dtype(), DType::kBFloat16);
+  const bfloat16* b = out[0].data<bfloat16>();
+  EXPECT_EQ(b[0].bits, 0x3F80);
+  EXPECT_EQ(b[1].bits, 0x3F80);
+  EXPECT_EQ(b[2].bits, 0x3F81);
+  EXPECT_EQ(b[3].bits, 0x3F82);
+  EXPECT_EQ(b[4].bits, 0x7F80);
+  EXPECT_EQ(b[5].bits, 0xFF80);
+  EXPECT_TRUE(std::isnan(float(b[6])));
+  EXPECT_EQ(float(b[7]), 0.48046875f);  // truncation would give 0.478515625
+}
+
 TEST(ElementwiseErrors, BadInputs) {
   Tensor a = random_tensor({2, 3}, 1), b = random_tensor({4}, 2);
   std::string m = run_error("Add", {a, b}, 1);
