@@ -22,8 +22,9 @@
 // configurations in the model is time at the capped clock, i.e. energy a launch. Printed: µs a
 // launch sustained, mJ a launch (the board's energy counter) and the median SM clock, from the
 // clock monitor of ingot bench (cuda_clock_monitor.h).
-// 300 ms is short of the power controller's settling (session 31: 1485-1980 MHz across the
-// candidates of one shape, some above 700 W on average), so compare mJ a launch, not µs.
+// Neither figure ranks close configurations: in 300-500 ms the power controller has not settled
+// (session 31: 1320-1980 MHz across the configurations of one shape) and the energy counter is
+// coarse (some figures imply more than the board's 700 W); they show gross differences only.
 //
 // On the GPU machine: lt_sweep [rows] [--heuristic | --clusters]   (rows default 4096: batch 32
 // of 128 tokens; --heuristic: the heuristic's candidates alone, each cold and sustained, no sweep:
