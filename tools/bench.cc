@@ -568,8 +568,11 @@ int run_bench(const BenchOptions& o) {
     std::unique_ptr<DeviceClockMonitor> monitor;
     if (clock_backend) {
       auto m = clock_backend->monitor_clocks();
-      if (m) monitor = std::move(*m);
-      else if (noted.insert("clocks").second) note("GPU clocks not monitored: " + m.status().message());
+      if (m) {
+        monitor = std::move(*m);
+      } else if (const std::string why = "GPU clocks not monitored: " + m.status().message(); noted.insert(why).second) {
+        note(why);
+      }
     }
     while (!done()) {
       auto block_for = [&](const Side& s) {
