@@ -28,7 +28,9 @@
 // read back by FFN 2 (~36 MB a layer, Nsight Compute); an access policy window marking it
 // persisting in every kernel node of the graph, with 31 MB of L2 set aside, made BERT-base b32
 // 1.69-1.70 ms against 1.42 (DistilBERT 0.79-0.80 against 0.65-0.66), the rest of the traffic
-// squeezed into what was left; with 16 MB set aside (hit ratio 0.67) it was unchanged.
+// squeezed into what was left; with 16 MB set aside (hit ratio 0.67) it was unchanged. Nor did
+// dropping dead activations from L2 (session 31, discard.global.L2 by the LayerNorms on the
+// lines of their input once read, so they are never written back): BERT-base b32 unchanged.
 //
 // INGOT_CUDA_L2_PREFETCH=0 (when a plan is made) turns it off: an A/B switch.
 #pragma once
