@@ -67,9 +67,11 @@
 
 namespace {
 
+using ingot::cuda::algo_from_config;
+using ingot::cuda::AlgoConfig;
 using ingot::cuda::cap_array;
 using ingot::cuda::cap_value;
-using ingot::cuda::config_value;
+using ingot::cuda::config_of;
 using ingot::cuda::kClusterShapes;
 
 constexpr size_t kWorkspace = size_t(32) << 20;  // lt_gemm's kGemmWorkspaceBytes
@@ -119,18 +121,13 @@ Problem make_problem(const Shape& s, int64_t m, std::mt19937& rng) {
   return p;
 }
 
-// The configuration as printed: id,tile,stages,cluster,inner,swizzle,custom,splitk.
+// The configuration as printed: id,tile,stages,cluster,inner,swizzle,custom,splitk (the first
+// eight of config_of's nine).
 std::string describe(const cublasLtMatmulAlgo_t& algo) {
-  char buf[160];
-  snprintf(buf, sizeof(buf), "%d,%u,%u,%u,%u,%u,%u,%d", config_value<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID),
-           config_value<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
-           config_value<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
-           unsigned(config_value<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)),
-           unsigned(config_value<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)),
-           config_value<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
-           config_value<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
-           config_value<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
-  return buf;
+  const AlgoConfig c = config_of(algo);
+  std::string out;
+  for (size_t i = 0; i + 1 < c.size(); ++i) out += (i ? "," : "") + std::to_string(c[i]);
+  return out;
 }
 
 struct Sustained {
@@ -187,29 +184,15 @@ struct Timer {
   }
 };
 
-// `algo` made again from its algorithm id and its nine configuration attributes, as an engine
-// file keeps a tuned product (lt_gemm_tactics.cc): whether the heuristic's candidates carry
-// anything else that a saved configuration would lose.
+// `algo` made again from its nine integers, as an engine file keeps a tuned product
+// (lt_gemm_tactics.cc): whether the heuristic's candidates carry anything else that a saved
+// configuration would lose.
 cublasLtMatmulAlgo_t rebuilt(cublasLtHandle_t lt, const cublasLtMatmulAlgo_t& algo) {
   cublasLtMatmulAlgo_t out{};
-  LK(cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F,
-                            config_value<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID), &out));
-  auto copy32 = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
-    const uint32_t v = config_value<uint32_t>(algo, a);
-    LK(cublasLtMatmulAlgoConfigSetAttribute(&out, a, &v, sizeof(v)));
-  };
-  auto copy16 = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
-    const uint16_t v = config_value<uint16_t>(algo, a);
-    LK(cublasLtMatmulAlgoConfigSetAttribute(&out, a, &v, sizeof(v)));
-  };
-  copy32(CUBLASLT_ALGO_CONFIG_TILE_ID);
-  copy32(CUBLASLT_ALGO_CONFIG_STAGES_ID);
-  copy32(CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
-  copy32(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
-  copy32(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
-  copy32(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);
-  copy16(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID);
-  copy16(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+  if (!algo_from_config(lt, CUBLAS_COMPUTE_32F, CUDA_R_16F, config_of(algo), out)) {
+    printf("cuBLASLt refused the configuration %s read from its own candidate\n", describe(algo).c_str());
+    exit(1);
+  }
   return out;
 }
 

@@ -15,7 +15,7 @@ thread_local WideTuneScope* wide_scope = nullptr;  // the innermost of this thre
 // The tactics given by add_gemm_tactics, by product.
 struct TacticTable {
   std::mutex mutex;
-  std::unordered_map<std::string, std::array<int64_t, 9>> configs;
+  std::unordered_map<std::string, AlgoConfig> configs;
 };
 
 TacticTable& tactic_table() {
@@ -32,47 +32,13 @@ const char* activation_name(GemmActivation a) {
   return "?";
 }
 
-
-constexpr cublasLtMatmulAlgoConfigAttributes_t kTacticAttributes[9] = {
-    CUBLASLT_ALGO_CONFIG_ID,           CUBLASLT_ALGO_CONFIG_TILE_ID,         CUBLASLT_ALGO_CONFIG_STAGES_ID,
-    CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING,
-    CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,     CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME};
-
-// Each attribute's width in cuBLASLt's API (it checks the size given): the algorithm id and K
-// split are int32, the inner and cluster shapes uint16, the others uint32.
-size_t attribute_bytes(cublasLtMatmulAlgoConfigAttributes_t attr) {
-  return attr == CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID || attr == CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID ? 2 : 4;
-}
-
-std::array<int64_t, 9> config_of(const cublasLtMatmulAlgo_t& algo) {
-  std::array<int64_t, 9> out{};
-  for (size_t i = 0; i < out.size(); ++i) {
-    const cublasLtMatmulAlgoConfigAttributes_t attr = kTacticAttributes[i];
-    out[i] = attribute_bytes(attr) == 2 ? int64_t(config_value<uint16_t>(algo, attr))
-             : attr == CUBLASLT_ALGO_CONFIG_ID || attr == CUBLASLT_ALGO_CONFIG_SPLITK_NUM
-                 ? int64_t(config_value<int32_t>(algo, attr))
-                 : int64_t(config_value<uint32_t>(algo, attr));
-  }
-  return out;
-}
-
 // The configuration `config` of the plan's product, when cuBLASLt accepts it within the workspace.
-bool algo_of(const CudaHandles& h, const PlanKey& key, const GemmPlan& plan, const std::array<int64_t, 9>& config,
+bool algo_of(const CudaHandles& h, const PlanKey& key, const GemmPlan& plan, const AlgoConfig& config,
              cublasLtMatmulAlgo_t& algo) {
   cudaDataType_t type{};
   data_type_of(key.dtype, type);
   const cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  if (cublasLtMatmulAlgoInit(h.lt, compute, CUDA_R_32F, type, type, type, type, int(config[0]), &algo) !=
-      CUBLAS_STATUS_SUCCESS)
-    return false;
-  for (size_t i = 1; i < config.size(); ++i) {
-    const size_t bytes = attribute_bytes(kTacticAttributes[i]);
-    const uint16_t v16 = uint16_t(config[i]);
-    const uint32_t v32 = uint32_t(config[i]);  // int32 attributes: the same bits
-    if (cublasLtMatmulAlgoConfigSetAttribute(&algo, kTacticAttributes[i], bytes == 2 ? static_cast<const void*>(&v16) : &v32,
-                                             bytes) != CUBLAS_STATUS_SUCCESS)
-      return false;
-  }
+  if (!algo_from_config(h.lt, compute, type, config, algo)) return false;
   cublasLtMatmulHeuristicResult_t checked{};
   return cublasLtMatmulAlgoCheck(h.lt, plan.op, plan.a, plan.b, plan.c_layout(), plan.c, &algo, &checked) ==
              CUBLAS_STATUS_SUCCESS &&
@@ -100,7 +66,7 @@ std::string product_text(const PlanKey& key) {
 }
 
 bool given_tactic(const CudaHandles& h, const PlanKey& key, GemmPlan& plan) {
-  std::array<int64_t, 9> config{};
+  AlgoConfig config{};
   {
     TacticTable& table = tactic_table();
     std::lock_guard<std::mutex> lock(table.mutex);
