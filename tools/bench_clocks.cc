@@ -1,8 +1,9 @@
 #include "bench_clocks.h"
 
 #include <cmath>
-#include <cstdio>
 #include <sstream>
+
+#include "bench_stats.h"
 
 namespace ingot::bench {
 
@@ -24,11 +25,7 @@ std::string describe_clocks(const DeviceClockReport& r, size_t runs) {
   s << "), " << whole(r.power_w_median) << " W median (highest " << whole(r.power_w_max);
   if (r.power_limit_w > 0) s << ", limit " << whole(r.power_limit_w) << " W";
   s << "), ";
-  if (const double mj = millijoules_a_run(r, runs); mj >= 0) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.1f", mj);
-    s << buf << " mJ a run, ";
-  }
+  if (const double mj = millijoules_a_run(r, runs); mj >= 0) s << fixed(mj, 1) << " mJ a run, ";
   s << r.samples << " sample" << (r.samples == 1 ? "" : "s") << "; ";
   if (r.held_by.empty()) return s.str() + "clock not held below its maximum";
   s << "clock held below its maximum by:";
