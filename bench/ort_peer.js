@@ -15,7 +15,8 @@
 //   <- ok maxrss_kb=N
 //   -> inputs FILE.npz        the feeds for later runs (keys are input names)
 //   <- ok
-//   -> run N                  N runs; each latency is wall-clock ms around `await session.run()`
+//   -> run N [IDLE_MS]        N runs, each after IDLE_MS ms asleep (default 0; ingot bench
+//                             --idle-time); each latency is wall-clock ms around `await session.run()`
 //   <- ok T1 T2 ... TN
 //   -> outputs FILE.npz       one run; writes the outputs (keys are output names)
 //   <- ok
@@ -238,9 +239,12 @@ async function handle(line) {
   }
   if (cmd === 'run') {
     if (!session || !feeds) throw new Error('no model or inputs');
-    const n = parseInt(arg, 10);
+    const [count, idle] = arg.split(' ');
+    const n = parseInt(count, 10);
+    const idleMs = parseFloat(idle || '0');
     const times = [];
     for (let i = 0; i < n; ++i) {
+      if (idleMs > 0) await new Promise((r) => setTimeout(r, idleMs));
       const t0 = nowMs();
       await session.run(feeds);
       times.push((nowMs() - t0).toFixed(6));

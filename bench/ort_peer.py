@@ -14,7 +14,8 @@ Protocol (the same as bench/ort_peer.js). Every request gets exactly one reply l
   <- ok maxrss_kb=N
   -> inputs FILE.npz        the feeds for later runs (keys are input names)
   <- ok
-  -> run N                  N runs; each latency is wall-clock ms around session.run()
+  -> run N [IDLE_MS]        N runs, each after IDLE_MS ms asleep (default 0; ingot bench
+                            --idle-time); each latency is wall-clock ms around session.run()
   <- ok T1 T2 ... TN
   -> outputs FILE.npz       one run; writes the outputs (keys are output names)
   <- ok
@@ -83,8 +84,12 @@ def main():
             elif cmd == "run":
                 if session is None or feeds is None:
                     raise RuntimeError("no model or inputs")
+                count, _, idle = arg.partition(" ")
+                idle_s = float(idle or 0) / 1e3
                 times = []
-                for _ in range(int(arg)):
+                for _ in range(int(count)):
+                    if idle_s > 0:
+                        time.sleep(idle_s)
                     t0 = time.perf_counter()
                     session.run(None, feeds)
                     times.append("%.6f" % ((time.perf_counter() - t0) * 1e3))

@@ -7,6 +7,8 @@
 // in alternating blocks (--block runs of ingot, then --block of ONNX Runtime, repeated) so
 // machine noise hits both. Latencies are wall-clock around one synchronous run. --streams N runs
 // N contexts of the engine at once (bench_streams.h) and reports their aggregate throughput.
+// --idle-time MS (trtexec's --idleTime) sleeps before each timed run: the latency of requests that
+// arrive apart, on a GPU whose power limit a back-to-back loop would reach (bench_clocks.h).
 //
 // A cuda engine made from an ONNX model here is tuned at each shape before it is timed, as
 // `ingot build` tunes at a profile's shapes (Engine::tune). On a GPU the SM clock, power and
@@ -80,6 +82,7 @@ struct BenchOptions {
   std::string tokenizer;
   std::vector<std::string> texts;
   int streams = 1;  // --streams: concurrent execution contexts (bench_streams.h)
+  double idle_ms = 0;  // --idle-time: asleep before each timed run, every backend and stream
 };
 
 Expected<std::vector<int64_t>> parse_list(const std::string& flag, const std::string& spec) {
@@ -441,6 +444,8 @@ int run_bench(const BenchOptions& o) {
             << (peer ? " (both together), alternating blocks of " + std::to_string(o.block) + " (ingot, ORT), " +
                            std::to_string(kSwitchIdle.count()) + " ms idle before each"
                      : "")
+            << (o.idle_ms > 0 ? "; " + bench::fixed(o.idle_ms, 3) + " ms idle before each timed run (--idle-time, not counted in --duration)"
+                              : std::string())
             << "\n";
   if (o.streams > 1) {
     std::cout << "streams   " << o.streams << " execution contexts run at once, a host thread each"
@@ -493,7 +498,7 @@ int run_bench(const BenchOptions& o) {
     r.ingot.streams = o.streams;
     auto run_ingot = [&](int n, std::vector<double>* out) -> Status {
       if (o.streams > 1) {  // n runs on each context, all at once
-        auto block = run_streams(contexts, inputs, n);
+        auto block = run_streams(contexts, inputs, n, out ? o.idle_ms : 0.0);
         if (!block) return block.status();
         if (!out) return Status::ok();
         out->insert(out->end(), block->ms.begin(), block->ms.end());
@@ -504,6 +509,7 @@ int run_bench(const BenchOptions& o) {
         return Status::ok();
       }
       for (int i = 0; i < n; ++i) {
+        if (out && o.idle_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.idle_ms));
         auto t0 = clock::now();
         if (tokenizer) {
           auto enc = make_text_inputs(*engine, *tokenizer, o.texts, {}, std::nullopt);
@@ -524,7 +530,7 @@ int run_bench(const BenchOptions& o) {
       return Status::ok();
     };
     auto run_ort = [&](int n, std::vector<double>* out) -> Status {
-      auto t = peer->run(n);
+      auto t = peer->run(n, out ? o.idle_ms : 0.0);
       if (!t) return t.status();
       if (out) out->insert(out->end(), t->begin(), t->end());
       return Status::ok();
@@ -724,7 +730,8 @@ int run_bench(const BenchOptions& o) {
       j["against"] = nullptr;
     }
     j["settings"] = {{"warmup_ms", o.warmup_ms}, {"iterations", o.iterations}, {"duration_s", o.duration},
-                     {"block", o.block}, {"seed", o.seed}, {"threads", threads}, {"streams", o.streams}};
+                     {"block", o.block}, {"seed", o.seed}, {"threads", threads}, {"streams", o.streams},
+                     {"idle_time_ms", o.idle_ms}};
     j["memory"] = {{"rss_before_load_kb", rss_before_kb}, {"rss_after_load_kb", rss_loaded_kb}};
     j["results"] = nlohmann::json::array();
     for (const ShapeResult& r : results) {
@@ -786,6 +793,12 @@ Command setup_bench(CLI::App& parent) {
                   "run N execution contexts at once, a thread (and CUDA stream) each, as concurrent requests "
                   "would; inf/s is their aggregate (default 1)")
       ->check(CLI::Range(1, 256));
+  app->add_option("--idle-time", o->idle_ms,
+                  "milliseconds asleep before each timed run, on every backend and stream (trtexec's --idleTime; "
+                  "default 0: back to back). Not counted in --duration. What it answers: the latency of requests "
+                  "that arrive apart, on a GPU whose clock a back-to-back loop would hold at its power limit")
+      ->type_name("MS")
+      ->check(CLI::Range(0.0, 60000.0));
   app->add_option("--ort-peer", o->ort_peer, "which ONNX Runtime peer: auto (python first), python, node")
       ->check(CLI::IsMember({"auto", "python", "node"}));
   app->footer(kShapeRule);

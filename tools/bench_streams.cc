@@ -9,7 +9,7 @@
 namespace ingot::cli {
 
 Expected<StreamBlock> run_streams(const std::vector<std::unique_ptr<ExecutionContext>>& contexts,
-                                  const std::map<std::string, Tensor>& inputs, int runs) {
+                                  const std::map<std::string, Tensor>& inputs, int runs, double idle_ms) {
   using clock = std::chrono::steady_clock;
   const size_t n = contexts.size();
   std::vector<StreamBlock> per(n);
@@ -23,6 +23,7 @@ Expected<StreamBlock> run_streams(const std::vector<std::unique_ptr<ExecutionCon
       start.arrive_and_wait();
       ExecutionContext& ctx = *contexts[s];
       for (int i = 0; i < runs; ++i) {
+        if (idle_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(idle_ms));
         const auto t0 = clock::now();
         auto outs = ctx.run(inputs);
         const auto t1 = clock::now();

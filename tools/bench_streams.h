@@ -24,8 +24,9 @@ struct StreamBlock {
 };
 
 // Starts every context's `runs` runs at once (a thread each, released together) and waits for
-// all; the first error of any run is returned (the others still finish their runs).
+// all; each thread sleeps idle_ms before each of its runs (--idle-time). The first error of any
+// run is returned (the others still finish their runs).
 Expected<StreamBlock> run_streams(const std::vector<std::unique_ptr<ExecutionContext>>& contexts,
-                                  const std::map<std::string, Tensor>& inputs, int runs);
+                                  const std::map<std::string, Tensor>& inputs, int runs, double idle_ms = 0);
 
 }  // namespace ingot::cli

@@ -321,8 +321,8 @@ Status OrtPeer::set_inputs(const std::string& npz) {
   return r ? Status::ok() : r.status();
 }
 
-Expected<std::vector<double>> OrtPeer::run(int n) {
-  auto r = request("run " + std::to_string(n));
+Expected<std::vector<double>> OrtPeer::run(int n, double idle_ms) {
+  auto r = request("run " + std::to_string(n) + (idle_ms > 0 ? " " + std::to_string(idle_ms) : std::string()));
   if (!r) return r.status();
   std::vector<double> out;
   std::istringstream in(*r);

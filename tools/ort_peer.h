@@ -38,8 +38,9 @@ class OrtPeer {
   Status load(const std::string& model, int threads);
   // Inputs for later runs, from an .npz (keys are input names).
   Status set_inputs(const std::string& npz);
-  // Runs n times; latencies in ms, measured inside the peer around the run call.
-  Expected<std::vector<double>> run(int n);
+  // Runs n times, each run after idle_ms asleep (ingot bench --idle-time); latencies in ms,
+  // measured inside the peer around the run call.
+  Expected<std::vector<double>> run(int n, double idle_ms = 0);
   // Runs once and writes the outputs to an .npz (keys are output names).
   Status save_outputs(const std::string& npz);
   // The peer's peak resident memory so far (getrusage high-water), KiB.
