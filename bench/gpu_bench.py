@@ -53,6 +53,10 @@ warnings and max-autotune's autotuning reports, keep it out of the returned tail
   python3 bench/gpu_bench.py --quick ...                  # smoke test: few iterations
 With max-autotune among other modes, every model gets its ingot figures and the other modes first
 and max-autotune afterwards, model by model while --time-budget lasts.
+--idle-ms MS times every side with MS of idle before each timed run (`ingot bench --idle-time`, a
+sleep before each PyTorch call): the latency of requests that arrive apart, with the GPU at its
+full clock, where back to back (the default) a batch-32 run holds the board at its power limit.
+Results of both kinds are never merged into one table (the work dir and --merge refuse it).
 Besides the CUDA-event median, each PyTorch mode gets a profiler pass (--no-kernel-time skips
 it): its kernel-busy time per call (sum of kernel and memcpy durations), a lower bound on its GPU
 time without host overhead, shown in parentheses in the table.
@@ -131,8 +135,20 @@ def new_doc():
     return {"runs": [], "device": None, "entries": {}}
 
 
+def idle_ms_of(doc):
+    """The runs' --idle-ms (0: back to back); ValueError when they differ."""
+    idles = {float(r.get("idle_ms", 0)) for r in doc.get("runs", [])}
+    if len(idles) > 1:
+        raise ValueError(f"runs timed with different --idle-ms ({sorted(idles)}) cannot share a table")
+    return idles.pop() if idles else 0.0
+
+
 def merge_into(doc, other):
-    """Folds other into doc: later values win field by field (torch modes one by one)."""
+    """Folds other into doc: later values win field by field (torch modes one by one). Refuses
+    (ValueError) runs timed with another --idle-ms than doc's."""
+    if doc.get("runs") and other.get("runs") and idle_ms_of(doc) != idle_ms_of(other):
+        raise ValueError(f"cannot merge runs timed {idle_ms_of(other):g} ms apart into runs timed "
+                         f"{idle_ms_of(doc):g} ms apart (--idle-ms)")
     doc["runs"].extend(other.get("runs", []))
     if other.get("device"):
         doc["device"] = other["device"]
@@ -377,7 +393,10 @@ def render(doc):
         for r in clock_rows:
             out.append("| " + " | ".join(r) + " |")
         out.append("")
-    out.append("ingot GPU = CUDA events around the engine's graph replay; e2e = wall clock of one run with "
+    idle = idle_ms_of(doc)
+    out.append((f"Timed runs {idle:g} ms apart (--idle-ms: the GPU idles before each run, every side alike). "
+                if idle > 0 else "Timed runs back to back. ") +
+               "ingot GPU = CUDA events around the engine's graph replay; e2e = wall clock of one run with "
                "host<->device copies; torch = CUDA events around one call (inputs/outputs on the GPU), "
                "median; (x) = torch's kernel-busy ms per call from the profiler (sum of kernel/memcpy durations: no "
                "launch gaps, no host overhead; a lower bound); ingot/best = ingot GPU / best torch median; "
@@ -615,6 +634,8 @@ def ingot_bench(args, model, engine_path, wdir, batch, seq):
     cmd = [args.ingot, "bench", engine_path, "--device", "cuda", "--shapes", shape_spec(model, batch, seq),
            "--iterations", str(args.iterations), "--warmup-ms", str(args.warmup_ms),
            "--duration", str(args.ingot_duration), "--json", out_json]
+    if args.idle_ms > 0:
+        cmd += ["--idle-time", str(args.idle_ms)]
     log("  " + " ".join(cmd))
     with ClockSampler() as clocks:
         p, dt, err = run_cmd(cmd, os.path.join(wdir, f"ingot_bench_{shape_tag(batch, seq)}.log"), args.ingot_timeout)
@@ -678,8 +699,9 @@ def compare(np, out, ref):
             "nonfinite": int(np.size(out) - np.count_nonzero(np.isfinite(out)))}
 
 
-def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph):
-    """Median of CUDA-event times around one call, synchronizing after each (one call in flight)."""
+def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph, idle_ms=0.0):
+    """Median of CUDA-event times around one call, synchronizing after each (one call in flight),
+    each call after idle_ms asleep (--idle-ms)."""
     mark = torch.compiler.cudagraph_mark_step_begin if cudagraph else (lambda: None)
     t0 = time.perf_counter()
     mark()
@@ -698,6 +720,8 @@ def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph):
         evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
         wall = []
         for s, e in evs:
+            if idle_ms > 0:
+                time.sleep(idle_ms / 1e3)
             mark()
             w0 = time.perf_counter()
             s.record()
@@ -890,7 +914,7 @@ def bench_model(args, torch, np, name, doc, doc_path):
                             fn = torch.compile(m16, mode=None if mode == "default" else mode, dynamic=False)
                         with (torch.no_grad() if args.no_grad else torch.inference_mode()):
                             r = time_torch(torch, fn, ins, args.iterations, args.warmup_ms / 1e3,
-                                           3 if args.quick else 10, mode in CUDAGRAPH_MODES)
+                                           3 if args.quick else 10, mode in CUDAGRAPH_MODES, args.idle_ms)
                             if not args.no_kernel_time:
                                 try:
                                     r.update(gpu_busy(torch, fn, ins, mode in CUDAGRAPH_MODES,
@@ -973,6 +997,8 @@ def main():
     ap.add_argument("--opt-batch", type=int, default=32, help="batch of the engine's --opt-shapes (default 32)")
     ap.add_argument("--iterations", type=int, default=200, help="timed runs per shape and backend (default 200)")
     ap.add_argument("--warmup-ms", type=float, default=500, help="warm-up per shape and backend (default 500)")
+    ap.add_argument("--idle-ms", type=float, default=0.0,
+                    help="idle ms before each timed run, every side (ingot bench --idle-time; default 0: back to back)")
     ap.add_argument("--ingot-duration", type=float, default=1.0, help="ingot bench --duration (default 1 s)")
     ap.add_argument("--ingot-timeout", type=int, default=420, help="seconds per ingot subprocess (default 420)")
     ap.add_argument("--skip-ingot", action="store_true")
@@ -998,7 +1024,11 @@ def main():
     if args.merge:
         doc = new_doc()
         for p in args.merge:
-            merge_into(doc, load_doc(p))
+            try:
+                merge_into(doc, load_doc(p))
+            except ValueError as e:
+                print(f"--merge {p}: {e}", file=sys.stderr)
+                return 2
         if args.json:
             save_doc(doc, args.json)
         print(render(doc))
@@ -1047,7 +1077,12 @@ def main():
             log(f"warning: {args.ingot} --version failed: {e}")
     run = {"started": datetime.datetime.now().isoformat(timespec="seconds"), "argv": sys.argv[1:],
            "ingot_version": ingot_version, "models": args.models, "modes": [] if args.skip_torch else args.modes,
-           "skip_ingot": args.skip_ingot, "iterations": args.iterations, "warmup_ms": args.warmup_ms}
+           "skip_ingot": args.skip_ingot, "iterations": args.iterations, "warmup_ms": args.warmup_ms,
+           "idle_ms": args.idle_ms}
+    if doc["runs"] and idle_ms_of(doc) != args.idle_ms:
+        print(f"{doc_path} holds runs timed {idle_ms_of(doc):g} ms apart; this one is --idle-ms {args.idle_ms:g}: "
+              "use another --work or --fresh", file=sys.stderr)
+        return 2
     doc["runs"].append(run)
 
     log(f"device: {torch.cuda.get_device_name(0)}; torch {torch.__version__} CUDA {torch.version.cuda}; "

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""bench/gpu_bench.py's results document, which needs no GPU and no torch: merging keeps the
+later value of a field, runs timed with different --idle-ms never share a table (merge_into and
+--merge refuse them), and the table says how its runs were timed. Exit 0 pass, 1 fail."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(HERE, "..", "..", "bench")
+sys.path.insert(0, BENCH)
+import gpu_bench as g  # noqa: E402
+
+
+def doc(idle, gpu_ms, mode_ms):
+    run = {"started": "2026-11-28T00:00:00", "ingot_version": "ingot 0.1.0"}
+    if idle is not None:
+        run["idle_ms"] = idle
+    entry = {"model": "bert", "batch": 32, "seq": 128, "ingot": {"gpu_median_ms": gpu_ms, "e2e_median_ms": gpu_ms + 0.04},
+             "torch": {"reduce-overhead": {"median_ms": mode_ms}}}
+    return {"runs": [run], "device": None, "entries": {g.entry_key("bert", 32, 128): entry}}
+
+
+def main():
+    failures = []
+
+    def check(cond, what):
+        if not cond:
+            failures.append(what)
+
+    # Documents from before --idle-ms existed read as back to back.
+    merged = g.new_doc()
+    g.merge_into(merged, doc(None, 1.41, 2.24))
+    g.merge_into(merged, doc(0, 1.40, 2.20))
+    check(g.idle_ms_of(merged) == 0, "old and idle-0 runs merge as back to back")
+    table = g.render(merged)
+    check("Timed runs back to back." in table, "a back-to-back table says so")
+    check("| 1.400 |" in table, "the later ingot figure wins")
+    try:
+        g.merge_into(merged, doc(2.0, 1.32, 2.10))
+        failures.append("merging 2 ms-apart runs into back-to-back runs raised nothing")
+    except ValueError as e:
+        check("--idle-ms" in str(e), "the refusal names --idle-ms")
+    check(len(merged["runs"]) == 2, "a refused merge leaves the document as it was")
+    spaced = g.new_doc()
+    g.merge_into(spaced, doc(2.0, 1.32, 2.10))
+    check("Timed runs 2 ms apart" in g.render(spaced), "a spaced table says so")
+
+    # --merge on the command line: exit 2 and one line naming the file.
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
+        json.dump(doc(0, 1.41, 2.24), open(a, "w"))
+        json.dump(doc(2.0, 1.32, 2.10), open(b, "w"))
+        p = subprocess.run([sys.executable, os.path.join(BENCH, "gpu_bench.py"), "--merge", a, b],
+                           capture_output=True, text=True)
+        check(p.returncode == 2, f"--merge of mixed runs exits 2 (got {p.returncode})")
+        check(p.stderr.count("\n") == 1 and b in p.stderr, f"one stderr line naming {b}: {p.stderr!r}")
+        p = subprocess.run([sys.executable, os.path.join(BENCH, "gpu_bench.py"), "--merge", a, a],
+                           capture_output=True, text=True)
+        check(p.returncode == 0 and "Timed runs back to back." in p.stdout, "--merge of like runs prints the table")
+
+    for f in failures:
+        print("FAIL:", f)
+    print("PASS" if not failures else f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
