@@ -2,8 +2,8 @@
 # A/B of environment switches on the GPU machine, in one binary: the fp16 bench engines
 # (exported and built by bench/gpu_bench.py, reused while the work dir holds them) run with the
 # switches unset and set, alternating, ROUNDS times per shape; each run is `ingot bench` with
-# ITERATIONS timed runs, and the line printed is its GPU compute median (CUDA events around the
-# graph replay). Alternating rounds, not one long run each, because a machine's clocks and
+# ITERATIONS timed runs, and the line printed is its GPU compute median (CUDA events the
+# replayed graph records). Alternating rounds, not one long run each, because a machine's clocks and
 # neighbours drift by a percent or two within minutes. --at-build: the switch acts when the engine
 # is built (INGOT_DISABLE_PASSES=fuse_x): B is a second engine built with it set, by the same
 # `ingot build` command as A (the first line of the work dir's ingot_build.log).

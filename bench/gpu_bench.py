@@ -16,8 +16,8 @@ Per model:
   1. export to ONNX fp32 in the work dir (TorchScript exporter, opset 17, dynamic batch/sequence
      axes, metadata stripped); reused on later calls while the work dir holds it (--re-export).
   2. ingot: `ingot build --device cuda --precision fp16` with min b1 / opt b32 / max b32, then one
-     `ingot bench --device cuda --json` per shape: the GPU compute median (CUDA events around the
-     graph replay: results[0].ingot.gpu_compute.median_ms) and the end-to-end median
+     `ingot bench --device cuda --json` per shape: the GPU compute median (CUDA events recorded by
+     the graph's first and last nodes: results[0].ingot.gpu_compute.median_ms) and the end-to-end median
      (results[0].ingot.median_ms, wall clock including host<->device copies).
   3. PyTorch fp16 (model.half() on cuda, inputs on cuda, torch.inference_mode(),
      cudnn.benchmark on, ResNet-50 in channels_last): eager, torch.compile default,
@@ -396,7 +396,7 @@ def render(doc):
     idle = idle_ms_of(doc)
     out.append((f"Timed runs {idle:g} ms apart (--idle-ms: the GPU idles before each run, every side alike). "
                 if idle > 0 else "Timed runs back to back. ") +
-               "ingot GPU = CUDA events around the engine's graph replay; e2e = wall clock of one run with "
+               "ingot GPU = CUDA events recorded by the engine's graph as its first and last nodes; e2e = wall clock of one run with "
                "host<->device copies; torch = CUDA events around one call (inputs/outputs on the GPU), "
                "median; (x) = torch's kernel-busy ms per call from the profiler (sum of kernel/memcpy durations: no "
                "launch gaps, no host overhead; a lower bound); ingot/best = ingot GPU / best torch median; "

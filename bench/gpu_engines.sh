@@ -31,8 +31,8 @@ bench_shapes() {
   else echo "input_ids:${2}x128,attention_mask:${2}x128"; fi
 }
 
-# gpu_median ENGINE SHAPES [NAME=VALUE...]: the GPU compute median (CUDA events around the graph
-# replay) of one `ingot bench` of $iterations runs, with the variables set when given; "failed"
+# gpu_median ENGINE SHAPES [NAME=VALUE...]: the GPU compute median (CUDA events the replayed
+# graph records) of one `ingot bench` of $iterations runs, with the variables set when given; "failed"
 # when the bench fails.
 gpu_median() {
   env "${@:3}" "$ing" bench "$1" --shapes "$2" --iterations "$iterations" --duration 0 --warmup-ms 200 \

@@ -173,8 +173,8 @@ struct Side {
   int streams = 1;
   double wall_ms = 0;
   bench::LatencyStats stats;
-  // Device engines: GPU time of each run between CUDA events around the graph replay (no
-  // copies), and of its input and output copies.
+  // Device engines: GPU time of each run, recorded by the graph's first and last nodes (no
+  // copies; without a graph, events around the kernels), and of its input and output copies.
   std::vector<double> gpu_ms, h2d_ms, d2h_ms;
   bench::LatencyStats gpu_stats;
   int64_t peak_rss_kb = 0, rss_delta_kb = 0;
@@ -658,7 +658,7 @@ int run_bench(const BenchOptions& o) {
     std::cout << "ingot/ORT is the ratio of medians: below 1 means ingot is faster.\n";
   }
   if (engine->device()) {
-    // trtexec's split: GPU compute (CUDA events around the replayed graph) against the host's
+    // trtexec's split: GPU compute (CUDA events the replayed graph records) against the host's
     // end-to-end latency, which adds the input/output copies and the host work.
     std::vector<std::string> h3 = by_dims ? std::vector<std::string>{"batch", "seq"} : std::vector<std::string>{"shapes"};
     std::vector<bool> r3(h3.size(), by_dims);

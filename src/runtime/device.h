@@ -61,7 +61,7 @@ struct DeviceCreateOptions {
 
 // Timings of a context's last run, in milliseconds.
 struct DeviceRunTimes {
-  double compute_ms = 0;  // device time between events around the graph (or kernels), no copies
+  double compute_ms = 0;  // device time of the graph (its first to last node) or between events around the kernels; no copies
   double h2d_ms = 0;      // device time of the input copies
   double d2h_ms = 0;      // device time of the output copies
 };

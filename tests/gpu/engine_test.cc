@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -293,6 +294,34 @@ TEST(CudaEngine, DeviceMemoryIsGivenBack) {
   ASSERT_TRUE(after.has_value());
   // Allocator granularity aside (2 MiB pages), everything comes back.
   EXPECT_GE(*after, *before - (int64_t(8) << 20)) << "before " << *before << " B free, after " << *after;
+}
+
+// A run's GPU compute time (DeviceRunTimes::compute_ms): with a CUDA graph, the graph's own
+// first and last nodes record it; without one, events on the stream around the kernels. Either
+// way it is positive and within the run's wall clock, and every run records its own.
+TEST(CudaEngine, ComputeTimeIsRecordedEveryRun) {
+  INGOT_REQUIRE_GPU();
+  auto inputs = npz(dir_of(bert()) / "inputs.npz");
+  for (bool graph : {true, false}) {
+    EngineOptions eo;
+    eo.device = "cuda";
+    eo.cuda_graph = graph;
+    auto e = Engine::load(model_of(bert()), eo);
+    ASSERT_TRUE(e.has_value()) << e.status().message();
+    auto ctx = (*e)->create_context();
+    ASSERT_NE(ctx->device(), nullptr);
+    for (int run = 0; run < 4; ++run) {
+      const auto t0 = std::chrono::steady_clock::now();
+      ASSERT_TRUE(ctx->run(inputs).has_value());
+      const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const DeviceRunTimes t = ctx->device()->last_run_times();
+      EXPECT_GT(t.compute_ms, 0.0) << (graph ? "graph" : "no graph") << ", run " << run;
+      EXPECT_LT(t.compute_ms, wall_ms) << (graph ? "graph" : "no graph") << ", run " << run;
+      EXPECT_GE(t.h2d_ms, 0.0);
+      EXPECT_GE(t.d2h_ms, 0.0);
+      EXPECT_LT(t.h2d_ms + t.compute_ms + t.d2h_ms, wall_ms);
+    }
+  }
 }
 
 TEST(CudaEngine, ConcurrentContextsMatchSerialRuns) {

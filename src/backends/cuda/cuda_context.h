@@ -41,6 +41,13 @@ class CudaContext final : public DeviceContext {
   DeviceBuffer arena_, workspace_, gemm_workspace_, grid_counter_;
   std::map<std::string, std::unique_ptr<Instance>> instances_;
   std::array<cudaEvent_t, 4> events_{};
+  // Recorded by every captured graph as its first and last node, so that a replay's GPU compute
+  // time is the graph's own. Events on the stream around cudaGraphLaunch also count the time the
+  // GPU waits for the host to submit the graph after the input copies: within 1 us back to back,
+  // but 5-8 us more after 10 ms idle (a host thread waking; H100, developer session 32: BERT-base
+  // b1 0.3492 / 0.3554 and 0.3524 / 0.3589 ms, graph events / stream events, `bench --idle-time
+  // 10`), which `ingot bench` would report as GPU time.
+  std::array<cudaEvent_t, 2> graph_events_{};
   DeviceRunTimes times_;
 
   // INGOT_CUDA_PROFILE=1: kernels run one by one (no CUDA graph) between per-step events, and
