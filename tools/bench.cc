@@ -695,7 +695,8 @@ int run_bench(const BenchOptions& o) {
     }
     if (capped)
       note("the GPU ran at its power limit: its clock, and so these times, follow the energy a run takes and the "
-           "board's temperature (another board of the same model, or this one warmer, can differ by a few percent)");
+           "board's temperature (another board of the same model, or this one warmer, can differ by a few percent); "
+           "--idle-time 2 times runs that arrive apart, at the full clock");
   }
   std::cout << "load average " << load_average() << " at end\n";
 
