@@ -93,8 +93,9 @@ case $CASE in
       check_json "$TMP/t.json" "$e"
     done ;;
   bench_idle)
-    # --idle-time sleeps before every timed run: 5 runs of 40 ms idle take at least 200 ms, and so
-    # do 2 x 3 runs on two streams (each stream sleeps before each of its own runs).
+    # --idle-time sleeps before every timed run: 5 runs of 40 ms idle take at least 200 ms (a
+    # sleep's lower bound, not a timing), and so do 2 x 3 runs on two streams (each stream sleeps
+    # before each of its own runs); the latencies leave the sleep out (median under 40 ms).
     need_python
     t0=$(date +%s%N)
     expect_rc 0 "40.000 ms idle before each timed run (--idle-time, not counted in --duration)" "| ingot " \
@@ -102,7 +103,7 @@ case $CASE in
     t1=$(date +%s%N)
     [ $(( (t1 - t0) / 1000000 )) -ge 200 ] || fail "5 runs with 40 ms idle each took $(( (t1 - t0) / 1000000 )) ms"
     check_json "$TMP/i.json" 'j["settings"]["idle_time_ms"]==40 and j["results"][0]["ingot"]["count"]==5'
-    check_json "$TMP/i.json" 'j["results"][0]["ingot"]["max_ms"]<40'
+    check_json "$TMP/i.json" 'j["results"][0]["ingot"]["median_ms"]<40'
     t0=$(date +%s%N)
     expect_rc 0 "streams   2 execution contexts run at once" \
       -- bench "$M/mlp.onnx" --shapes x:2x4 --idle-time 70 --streams 2 --iterations 6 --block 3 --duration 0 --warmup-ms 0 --threads 1
@@ -117,7 +118,7 @@ case $CASE in
     t1=$(date +%s%N)
     # 4 runs a side, 30 ms before each, plus 2 x 50 ms between the blocks
     [ $(( (t1 - t0) / 1000000 )) -ge 340 ] || fail "4 + 4 runs with 30 ms idle each took $(( (t1 - t0) / 1000000 )) ms"
-    check_json "$TMP/p.json" 'j["results"][0]["ort"]["count"]==4 and j["results"][0]["ort"]["max_ms"]<30' ;;
+    check_json "$TMP/p.json" 'j["results"][0]["ort"]["count"]==4 and j["results"][0]["ort"]["median_ms"]<30' ;;
   bench_bad_idle) expect_error 2 "--idle-time" -- bench "$M/mlp.onnx" --idle-time -1 ;;
   bench_help)
     expect_rc 0 "--batch" "--seq" "--against" "dim 1 of every integer (token) input" -- bench --help ;;
