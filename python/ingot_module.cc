@@ -553,7 +553,12 @@ PYBIND11_MODULE(ingot, m) {
       if (p) std::rethrow_exception(p);
     } catch (const IngotError& e) {
       auto it = g_errors.find(e.status.code());
-      PyErr_SetString(it == g_errors.end() ? g_error : it->second, e.status.message().c_str());
+      // A message quotes names from the model, which may hold bytes that are not UTF-8: those
+      // become U+FFFD, where PyErr_SetString would raise a UnicodeDecodeError instead.
+      const std::string& msg = e.status.message();
+      PyObject* text = PyUnicode_DecodeUTF8(msg.data(), Py_ssize_t(msg.size()), "replace");
+      PyErr_SetObject(it == g_errors.end() ? g_error : it->second, text);
+      Py_XDECREF(text);
     }
   });
 

@@ -37,6 +37,7 @@
 #include "bench_stats.h"
 #include "bench_streams.h"
 #include "cli_common.h"
+#include "io/json_text.h"
 #include "io/npy.h"
 #include "ort_peer.h"
 #include "random_inputs.h"
@@ -754,7 +755,7 @@ int run_bench(const BenchOptions& o) {
     }
     std::ofstream f(o.json);
     if (!f) return error(o.json + ": cannot open for writing");
-    f << j.dump(2) << "\n";
+    f << json_text(j, 2) << "\n";
     if (!f) return error(o.json + ": write failed");
     std::cout << "wrote " << o.json << "\n";
   }

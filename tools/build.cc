@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "io/json_text.h"
 #include "runtime/engine.h"
 
 namespace ingot::cli {
@@ -149,7 +150,7 @@ int run_build(const BuildOptions& o) {
     if (o.verbose)
       for (const auto& [kind, list] : e.options().device_tuning.items())
         if (list.is_array())
-          for (const auto& entry : list) std::cout << "  " << kind << ": " << entry.dump() << "\n";
+          for (const auto& entry : list) std::cout << "  " << kind << ": " << json_text(entry) << "\n";
   }
   Status st = e.save(o.output);
   if (!st) return error(st);

@@ -20,6 +20,7 @@
 
 #include "bench_stats.h"
 #include "cli_common.h"
+#include "io/json_text.h"
 #include "io/npy.h"
 #include "ort_peer.h"
 #include "random_inputs.h"
@@ -367,7 +368,7 @@ int run_compare(const CompareOptions& o) {
     j["failed"] = failed;
     std::ofstream f(o.json);
     if (!f) return error(o.json + ": cannot open for writing");
-    f << j.dump(2) << "\n";
+    f << json_text(j, 2) << "\n";
     if (!f) return error(o.json + ": write failed");
     std::cout << "wrote " << o.json << "\n";
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "io/json_text.h"
 #include "onnx_import/import.h"
 #include "plan/engine_file.h"
 #include "runtime/profile.h"
@@ -92,7 +93,7 @@ std::string with_commas(int64_t v) {
 
 // The engine manifest's fields people look for, one per line.
 void print_engine(std::ostream& out, const nlohmann::json& man) {
-  auto str = [&](const char* k) { return man.contains(k) ? (man[k].is_string() ? man[k].get<std::string>() : man[k].dump()) : std::string("?"); };
+  auto str = [&](const char* k) { return man.contains(k) ? (man[k].is_string() ? man[k].get<std::string>() : json_text(man[k])) : std::string("?"); };
   out << "engine      format " << str("format_version") << ", built by ingot " << str("ingot_version") << "\n";
   out << "device      " << str("device") << " (" << str("isa") << ")";
   if (man.contains("cuda") && man["cuda"].is_object()) {
@@ -105,7 +106,7 @@ void print_engine(std::ostream& out, const nlohmann::json& man) {
   if (man.contains("profiles")) {
     auto profiles = profiles_from_json(man["profiles"]);
     out << "profiles    "
-        << (!profiles ? man["profiles"].dump() : profiles->empty() ? "none (static input shapes)" : describe_profiles(*profiles))
+        << (!profiles ? json_text(man["profiles"]) : profiles->empty() ? "none (static input shapes)" : describe_profiles(*profiles))
         << "\n";
   }
   if (man.contains("weight_bytes")) out << "weights     " << human_bytes(man["weight_bytes"].get<double>()) << "\n";
@@ -218,7 +219,7 @@ int run_inspect(const InspectOptions& o) {
     }
     std::ofstream f(o.json);
     if (!f) return error(o.json + ": cannot open for writing");
-    f << j.dump(2) << "\n";
+    f << json_text(j, 2) << "\n";
     f.close();
     if (!f) return error(o.json + ": write failed");
   }

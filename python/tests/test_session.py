@@ -107,6 +107,17 @@ def test_load_errors():
         ingot.InferenceSession(model_path("bert"), precision="fp8")
 
 
+def test_error_quoting_a_name_that_is_not_utf8(tmp_path):
+    # A node named with bytes that are not UTF-8 (legal in ONNX): the error still arrives as
+    # ingot.Error, the bytes as U+FFFD, not as a UnicodeDecodeError.
+    src = (CLI_MODELS / "unknown_op.onnx").read_bytes()
+    assert src.count(b"frob_1") == 1
+    path = tmp_path / "weird_node.onnx"
+    path.write_bytes(src.replace(b"frob_1", b"frob\xff1"))
+    with pytest.raises(ingot.Error, match="node 'frob\ufffd1' \\(FrobnicateTensor\\)"):
+        ingot.InferenceSession(str(path))
+
+
 def test_fp16_session_matches_fp32():
     f = feeds("bert")
     want = ingot.InferenceSession(model_path("bert")).run(None, f)

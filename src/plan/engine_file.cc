@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "io/json_text.h"
 #include "onnx_import/export.h"
 #include "onnx_import/import.h"
 #include "onnx_import/tensor_proto.h"
@@ -85,7 +86,7 @@ Status write_engine_file(const std::string& path, const Model& model, const nloh
   };
   auto graph = serialize_model(model, sink);
   if (!graph) return graph.status();
-  std::string json = manifest.dump();
+  std::string json = json_text(manifest);
 
   std::string file(kEngineHeaderSize, '\0');
   std::memcpy(&file[0], kEngineMagic, 8);

@@ -42,6 +42,29 @@ expect_ok() {
 need_numpy() { /usr/bin/python3 -c 'import numpy' 2>/dev/null || { echo "SKIP [$CASE]: no /usr/bin/python3 with numpy"; exit 77; }; }
 
 case $CASE in
+  # ---- names and paths that are not text: control bytes and bytes that are not UTF-8 (legal in
+  # ONNX names and Linux paths). The error line writes them as \xNN and stays one line of text;
+  # JSON (inspect --json, the engine file's manifest) writes them as U+FFFD.
+  weird_names)
+    need_numpy
+    /usr/bin/python3 - "$M" "$TMP" <<'PY' || fail "could not write the test models"
+import os, sys
+m, t = sys.argv[1], sys.argv[2]
+src = open(os.path.join(m, "unknown_op.onnx"), "rb").read()
+assert src.count(b"frob_1") == 1
+open(os.path.join(t, "weird_node.onnx"), "wb").write(src.replace(b"frob_1", b"\x1b[1m\xff\x07"))
+src = open(os.path.join(m, "identity.onnx"), "rb").read()
+assert src.count(b"\n\x01x") == 2
+open(os.path.join(t, "weird_input.onnx"), "wb").write(src.replace(b"\n\x01x", b"\n\x01\xff"))
+open(os.path.join(os.fsencode(t), b"id\xff.onnx"), "wb").write(src)
+PY
+    expect_error 1 "node '\x1B[1m\xFF\x07' (FrobnicateTensor): ingot has no cpu kernel" -- run "$TMP/weird_node.onnx"
+    LC_ALL=C grep -q '[^ -~]' "$TMP/err" && fail "stderr holds bytes other than printable ASCII"
+    expect_ok "inputs (1)" -- inspect "$TMP/weird_input.onnx" --json "$TMP/i.json"
+    /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["inputs"][0]["name"] == "\ufffd"' "$TMP/i.json" ||
+      fail "inspect --json does not name the input U+FFFD"
+    expect_ok "engine:" -- build "$TMP/id"$'\xff'".onnx" -o "$TMP/id.ingot"
+    expect_ok "built from" -- inspect "$TMP/id.ingot" ;;
   # ---- errors: exit 1
   missing_file)        expect_error 1 "does_not_exist.onnx: no such file" -- inspect "$M/does_not_exist.onnx" ;;
   run_missing_file)    expect_error 1 "does_not_exist.onnx: no such file" -- run "$M/does_not_exist.onnx" ;;
