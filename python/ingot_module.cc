@@ -542,7 +542,8 @@ PYBIND11_MODULE(ingot, m) {
   for (auto [code, name] : std::vector<std::pair<ErrorCode, const char*>>{
            {ErrorCode::kInvalidArgument, "InvalidArgument"}, {ErrorCode::kInvalidModel, "InvalidModel"},
            {ErrorCode::kUnsupported, "Unsupported"},         {ErrorCode::kNotFound, "NotFound"},
-           {ErrorCode::kIo, "IoError"},                      {ErrorCode::kInternal, "InternalError"}}) {
+           {ErrorCode::kIo, "IoError"},                      {ErrorCode::kOutOfMemory, "OutOfMemory"},
+           {ErrorCode::kInternal, "InternalError"}}) {
     std::string full = std::string("ingot.") + name;
     PyObject* e = PyErr_NewException(full.c_str(), g_error, nullptr);
     m.add_object(name, py::handle(e));

@@ -2,13 +2,22 @@
 
 #include <algorithm>
 #include <cctype>
+#include <new>
 #include <set>
 #include <vector>
 
+#include "cli_common.h"
 #include "ir/dispatch.h"
 
 namespace ingot::cli {
 namespace {
+
+// Bytes of a tensor, in floating point: right for shapes whose count overflows an int64 too.
+double bytes_of(const Shape& shape, DType dtype) {
+  double n = double(dtype_size(dtype));
+  for (int64_t d : shape) n *= double(d);
+  return n;
+}
 
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -184,7 +193,15 @@ Status add_random_inputs(const Engine& engine, const std::map<std::string, Shape
           (io.dtype == DType::kUndefined ? std::string("no declared dtype") : "dtype " + dtype_name(io.dtype)) +
           ", ingot cannot make a random value for it; give it with --input " + io.name + "=FILE.npy");
     }
-    Tensor t(io.dtype, shape);
+    // A --shapes entry may ask for more than the machine has: say which input and how much.
+    Tensor t;
+    try {
+      t = Tensor(io.dtype, shape);
+    } catch (const std::bad_alloc&) {
+      return out_of_memory(mpath + ": input '" + io.name + "' of shape " + shape_str(shape) + " " +
+                              dtype_name(io.dtype) + " needs " + human_bytes(bytes_of(shape, io.dtype)) +
+                              ", more host memory than this machine could give");
+    }
     sources[io.name] = make_random_input(g, io, t, rng);
     inputs[io.name] = t;
   }

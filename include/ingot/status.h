@@ -16,6 +16,7 @@ enum class ErrorCode {
   kUnsupported,      // valid ONNX that ingot cannot run (op, domain, dtype)
   kNotFound,         // a file or name that does not exist
   kIo,               // reading or writing a file failed
+  kOutOfMemory,      // the machine lacks the memory a shape needs (host or device)
   kInternal,         // a bug in ingot
 };
 
@@ -46,6 +47,7 @@ inline Status invalid_model(std::string m) { return {ErrorCode::kInvalidModel, s
 inline Status unsupported(std::string m) { return {ErrorCode::kUnsupported, std::move(m)}; }
 inline Status not_found(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
 inline Status io_error(std::string m) { return {ErrorCode::kIo, std::move(m)}; }
+inline Status out_of_memory(std::string m) { return {ErrorCode::kOutOfMemory, std::move(m)}; }
 inline Status internal_error(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
 
 // A value or the Status saying why there is none.

@@ -13,6 +13,8 @@ namespace ingot {
 
 using Shape = std::vector<int64_t>;
 
+// The number of elements; INT64_MAX when the product does not fit (a shape no buffer can hold,
+// so allocating it fails instead of wrapping around to a small buffer).
 int64_t shape_numel(const Shape& s);
 std::string shape_str(const Shape& s);  // "1x128", "scalar" for rank 0
 

@@ -1,17 +1,22 @@
 #include "ingot/tensor.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <new>
 
 #include "ir/dispatch.h"
+#include "ir/host_memory.h"
 
 namespace ingot {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
   return n;
 }
 
@@ -30,9 +35,14 @@ Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), nullp
 // The buffer starts as `fill` (nbytes of it) or zeros, and its padding to 64 bytes is zero.
 Tensor::Tensor(DType dtype, Shape shape, const void* fill) : dtype_(dtype), shape_(std::move(shape)) {
   numel_ = shape_numel(shape_);
+  // Dims are never negative here (shape inference and the CLI refuse them); a count whose bytes
+  // (padded to 64) would not fit a size_t is memory no machine has.
+  if (numel_ < 0 || uint64_t(numel_) > (std::numeric_limits<size_t>::max() - 64) / std::max<size_t>(1, dtype_size(dtype_)))
+    throw std::bad_alloc();
   size_t bytes = nbytes();
   size_t alloc = (bytes + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
+  if (!host_memory_available(alloc)) throw std::bad_alloc();
   void* p = std::aligned_alloc(64, alloc);
   if (!p) throw std::bad_alloc();
   if (fill) {

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "ir/dispatch.h"
+#include "ir/host_memory.h"
 #include "onnx_import/import.h"
 #include "passes/convert_precision.h"
 #include "plan/engine_file.h"
@@ -417,8 +418,10 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engin
     return;
   }
   if (const MemoryPlan* plan = engine_->memory_plan(); plan && plan->arena_bytes > 0) {
+    // Without the memory (host_memory.h) the context runs with per-op buffers, each of which
+    // checks again, so a run at a smaller shape still works and a large one fails with an error.
     size_t bytes = (size_t(plan->arena_bytes) + 63) / 64 * 64;
-    arena_.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
+    if (host_memory_available(bytes)) arena_.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
     if (arena_) arena_bytes_ = plan->arena_bytes;
   }
 }

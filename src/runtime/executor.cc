@@ -6,11 +6,22 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <queue>
 #include <set>
 
 namespace ingot {
 namespace {
+
+// "float32 32x128x768, int64 32x128": what a node's outputs take, for an out-of-memory error.
+std::string describe_outputs(const std::vector<OutputMeta>& outs) {
+  std::string s;
+  for (const OutputMeta& o : outs) {
+    if (!o.set) continue;
+    s += (s.empty() ? "" : ", ") + dtype_name(o.dtype) + " " + (o.dynamic ? std::string("of a data-dependent shape") : shape_str(o.shape));
+  }
+  return s.empty() ? "none inferred" : s;
+}
 
 // INGOT_CPU_PROFILE=1: wall time per op type over every top-level run, printed at exit (the CPU
 // counterpart of INGOT_CUDA_PROFILE). Nodes of subgraphs count inside their If/Loop node too.
@@ -248,7 +259,12 @@ Status GraphExecutor::run_node(size_t pos, std::vector<Tensor>& env, const Outer
     }
   }
   ComputeContext cctx(node, std::move(ins), ictx.outputs(), subgraph_runner(env, outer), slots);
-  INGOT_RETURN_IF_ERROR(k.compute(cctx).with_context(where));
+  try {
+    INGOT_RETURN_IF_ERROR(k.compute(cctx).with_context(where));
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(where + "out of host memory for its outputs (" + describe_outputs(ictx.outputs()) +
+                              ") and its scratch");
+  }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     ValueId v = node.outputs[i];
     if (v == kNoValue) continue;

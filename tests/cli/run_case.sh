@@ -66,6 +66,14 @@ PY
     expect_ok "engine:" -- build "$TMP/id"$'\xff'".onnx" -o "$TMP/id.ingot"
     expect_ok "built from" -- inspect "$TMP/id.ingot" ;;
   # ---- errors: exit 1
+  # Shapes larger than any machine: the input is refused before its memory is touched (Linux
+  # would otherwise let the allocation through and kill the process while it fills it), and an
+  # element count past int64 does not wrap around.
+  huge_shapes)
+    expect_error 1 "input 'input_ids' of shape 99999999999x100000 int64 needs 72759.6 TiB, more host memory than this machine could give" \
+      -- run "$M/embed.onnx" --shapes input_ids:99999999999x100000
+    expect_error 1 "input 'input_ids' of shape 4000000000x4000000000 int64 needs" \
+      -- run "$M/embed.onnx" --shapes input_ids:4000000000x4000000000 ;;
   missing_file)        expect_error 1 "does_not_exist.onnx: no such file" -- inspect "$M/does_not_exist.onnx" ;;
   run_missing_file)    expect_error 1 "does_not_exist.onnx: no such file" -- run "$M/does_not_exist.onnx" ;;
   not_onnx)            expect_error 1 "not_onnx.onnx: not" -- run "$M/not_onnx.onnx" ;;

@@ -1,6 +1,8 @@
 // Tensor-manipulation kernels (tensor_*.cc) against plain references, plus bad-input errors.
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <new>
 #include <numeric>
 
 #include "op_test_util.h"
@@ -452,6 +454,19 @@ TEST(TensorOps, ConstantAndConstantOfShape) {
   ASSERT_EQ(cs.size(), 1u);
   EXPECT_EQ(values<int32_t>(cs[0]), (std::vector<int32_t>{9, 9, 9, 9}));
   EXPECT_NE(run_error("ConstantOfShape", {i64({2, -1})}, 1).find("negative"), std::string::npos);
+}
+
+// An output larger than the machine's memory (466 GiB of floats, under the kernels' own 1 TiB
+// limit) is an error naming the node, not a crash: the allocation fails before any memory is
+// touched (host_memory.h). A count past int64 does not wrap around to a small buffer.
+TEST(TensorOps, OutputTooLargeForTheMachineIsAnError) {
+  const std::vector<int64_t> dims{1000, 1000, 125000};
+  const std::string err = run_error("ConstantOfShape", {i64(dims)}, 1);
+  EXPECT_NE(err.find("node 'ConstantOfShape_0' (ConstantOfShape): out of host memory for its outputs (float32 1000x1000x125000)"),
+            std::string::npos)
+      << err;
+  EXPECT_THROW(Tensor(DType::kFloat32, {4000000000, 4000000000, 4000000000}), std::bad_alloc);
+  EXPECT_EQ(shape_numel({4000000000, 4000000000, 4000000000}), std::numeric_limits<int64_t>::max());
 }
 
 TEST(TensorOps, RangeTriluEyeLike) {
