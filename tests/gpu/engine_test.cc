@@ -466,6 +466,31 @@ TEST(CudaEngine, ShapeOutsideTheProfileIsRefused) {
   EXPECT_NE(r.status().message().find("outside the engine's optimization profiles"), std::string::npos);
 }
 
+// A profile whose maximum shapes need more device memory than the GPU has (4,000,000 sequences):
+// the context's first run says so, as an out-of-memory error naming the GPU's free and total
+// memory, and the process goes on (a smaller engine then runs).
+TEST(CudaEngine, ProfileTooLargeForTheDeviceIsOutOfMemory) {
+  INGOT_REQUIRE_GPU();
+  auto inputs = npz(dir_of(bert()) / "inputs.npz");
+  EngineOptions eo;
+  eo.device = "cuda";
+  Profile p;
+  for (const auto& [name, t] : inputs) {
+    p.min[name] = p.opt[name] = t.shape();
+    p.max[name] = t.shape();
+    p.max[name][0] = 4000000;
+  }
+  eo.profiles.push_back(p);
+  auto e = Engine::load(model_of(bert()), eo);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  auto r = (*e)->create_context()->run(inputs);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.status().code(), ErrorCode::kOutOfMemory) << r.status().message();
+  EXPECT_NE(r.status().message().find("of GPU memory"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("GiB free of"), std::string::npos) << r.status().message();
+  ASSERT_FALSE(run_engine(model_of(bert()), inputs, "fp32").empty());
+}
+
 // Sets (or, for null, unsets) the environment variable `name`.
 void set_env(const char* name, const char* value) {
   if (value) ::setenv(name, value, 1);

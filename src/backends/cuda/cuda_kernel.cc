@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_kernel.h"
 
+#include <cstdio>
 #include <map>
 
 namespace ingot::cuda {
@@ -27,8 +28,18 @@ Expected<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {
   cudaError_t e = cudaMalloc(&b.ptr_, bytes);
   if (e != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free allocation error
-    return Status(ErrorCode::kInternal, "cannot allocate " + std::to_string(bytes) + " bytes of GPU memory: " +
-                                            cudaGetErrorString(e));
+    const auto gib = [](double v) {
+      char s[32];
+      std::snprintf(s, sizeof s, "%.1f GiB", v / double(1ull << 30));
+      return std::string(s);
+    };
+    size_t free_bytes = 0, total_bytes = 0;
+    const bool known = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+    cudaGetLastError();
+    return Status(e == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory : ErrorCode::kInternal,
+                  "cannot allocate " + gib(double(bytes)) + " (" + std::to_string(bytes) + " bytes) of GPU memory" +
+                      (known ? ", " + gib(double(free_bytes)) + " free of " + gib(double(total_bytes)) : std::string()) +
+                      ": " + cudaGetErrorString(e));
   }
   b.bytes_ = bytes;
   return b;
