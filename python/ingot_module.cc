@@ -122,20 +122,27 @@ std::string ort_type(DType t) {
 
 // ---- sessions
 
+// A name or text from the model file as a Python str. ONNX does not check that its strings are
+// UTF-8; pybind11's conversion would raise UnicodeDecodeError on such a byte, this writes it as
+// U+FFFD, as the CLI's JSON does.
+py::str text(const std::string& s) {
+  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "replace"));
+}
+
 struct NodeArg {
-  std::string name;
+  py::str name;
   std::string type;
   py::list shape;
 };
 
 NodeArg node_arg(const IoInfo& io) {
   NodeArg a;
-  a.name = io.name;
+  a.name = text(io.name);
   a.type = ort_type(io.dtype);
   if (io.shape) {
     for (const Dim& d : *io.shape) {
       if (d.known()) a.shape.append(py::int_(d.value));
-      else if (!d.symbol.empty()) a.shape.append(py::str(d.symbol));
+      else if (!d.symbol.empty()) a.shape.append(text(d.symbol));
       else a.shape.append(py::none());
     }
   }
@@ -271,12 +278,14 @@ class InferenceSession {
   py::dict get_modelmeta() const {
     const Model& m = engine_->model();
     py::dict d;
-    d["producer_name"] = m.producer_name;
-    d["graph_name"] = m.graph.name;
-    d["domain"] = m.domain;
-    d["description"] = m.doc_string;
+    d["producer_name"] = text(m.producer_name);
+    d["graph_name"] = text(m.graph.name);
+    d["domain"] = text(m.domain);
+    d["description"] = text(m.doc_string);
     d["version"] = m.model_version;
-    d["custom_metadata_map"] = m.metadata;
+    py::dict custom;
+    for (const auto& [k, v] : m.metadata) custom[text(k)] = text(v);
+    d["custom_metadata_map"] = custom;
     return d;
   }
 
@@ -568,7 +577,7 @@ PYBIND11_MODULE(ingot, m) {
       .def_readonly("type", &NodeArg::type)
       .def_readonly("shape", &NodeArg::shape)
       .def("__repr__", [](const NodeArg& a) {
-        return "NodeArg(name='" + a.name + "', type='" + a.type + "', shape=" + py::repr(a.shape).cast<std::string>() + ")";
+        return py::str("NodeArg(name={!r}, type='{}', shape={!r})").format(a.name, a.type, a.shape);
       });
 
   py::module_ enum_mod = py::module_::import("enum");

@@ -116,6 +116,14 @@ def test_error_quoting_a_name_that_is_not_utf8(tmp_path):
     path.write_bytes(src.replace(b"frob_1", b"frob\xff1"))
     with pytest.raises(ingot.Error, match="node 'frob\ufffd1' \\(FrobnicateTensor\\)"):
         ingot.InferenceSession(str(path))
+    # A model whose input is so named loads; its NodeArg.name has U+FFFD for the byte.
+    src = (CLI_MODELS / "identity.onnx").read_bytes()
+    assert src.count(b"\n\x01x") == 2
+    path = tmp_path / "weird_input.onnx"
+    path.write_bytes(src.replace(b"\n\x01x", b"\n\x01\xff"))
+    sess = ingot.InferenceSession(str(path))
+    assert [i.name for i in sess.get_inputs()] == ["\ufffd"]
+    assert repr(sess.get_inputs()[0]).startswith("NodeArg(name='\ufffd', type='tensor(float)'")
 
 
 def test_fp16_session_matches_fp32():
