@@ -23,33 +23,35 @@ static size_t utf8_sequence(const std::string& s, size_t i) {
   return n;
 }
 
-// Messages quote names and values from the user's files; one line of text on a terminal whatever
-// those hold: line breaks become "; ", other control bytes and bytes that are not UTF-8 are
-// written as \xNN (an escape sequence in a node name would otherwise drive the terminal).
-static std::string one_line(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+std::string printable(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     const size_t n = utf8_sequence(s, i);
-    if (c == '\n') {
-      out += "; ";
-    } else if (c == '\t') {
-      out += ' ';
-    } else if (n == 0 || c < 0x20 || c == 0x7F) {
-      if (c != '\r') {
-        char hex[5];
-        std::snprintf(hex, sizeof hex, "\\x%02X", c);
-        out += hex;
-      }
+    if (n == 0 || c < 0x20 || c == 0x7F) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex;
+      ++i;
     } else {
       out.append(s, i, n);
       i += n;
-      continue;
     }
-    ++i;
   }
   return out;
+}
+
+// Messages quote names and values from the user's files: one line of text on a terminal whatever
+// those hold. Line breaks become "; ", tabs spaces, and the rest goes through printable().
+static std::string one_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  std::string folded;
+  for (char c : s) {
+    if (c == '\n') folded += "; ";
+    else if (c == '\t') folded += ' ';
+    else if (c != '\r') folded += c;
+  }
+  return printable(folded);
 }
 
 int error(const std::string& message) {

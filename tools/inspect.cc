@@ -146,20 +146,20 @@ int run_inspect(const InspectOptions& o) {
   }
   out << "\n";
   if (!m.producer_name.empty() || !m.producer_version.empty()) {
-    out << "producer    " << m.producer_name << (m.producer_version.empty() ? "" : " " + m.producer_version) << "\n";
+    out << "producer    " << printable(m.producer_name) << (m.producer_version.empty() ? "" : " " + printable(m.producer_version)) << "\n";
   }
-  if (!g.name.empty()) out << "graph       " << g.name << "\n";
+  if (!g.name.empty()) out << "graph       " << printable(g.name) << "\n";
 
   auto print_values = [&](const char* title, const std::vector<ValueId>& ids) {
     out << title << " (" << ids.size() << ")\n";
     size_t w_name = 0, w_type = 0;
     for (ValueId id : ids) {
-      w_name = std::max(w_name, g.value(id).name.size());
+      w_name = std::max(w_name, printable(g.value(id).name).size());
       w_type = std::max(w_type, dtype_str(g.value(id)).size());
     }
     for (ValueId id : ids) {
       const ValueInfo& v = g.value(id);
-      out << "  " << std::left << std::setw(int(w_name)) << v.name << "  " << std::setw(int(w_type)) << dtype_str(v)
+      out << "  " << std::left << std::setw(int(w_name)) << printable(v.name) << "  " << std::setw(int(w_type)) << dtype_str(v)
           << "  " << shape_text(v) << "\n";
     }
   };
@@ -170,8 +170,8 @@ int run_inspect(const InspectOptions& o) {
   std::stable_sort(hist.begin(), hist.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   out << "ops (" << s.nodes << " nodes, " << hist.size() << " op types)\n";
   size_t w = 0;
-  for (const auto& [k, c] : hist) w = std::max(w, k.size());
-  for (const auto& [k, c] : hist) out << "  " << std::left << std::setw(int(w)) << k << "  " << c << "\n";
+  for (const auto& [k, c] : hist) w = std::max(w, printable(k).size());
+  for (const auto& [k, c] : hist) out << "  " << std::left << std::setw(int(w)) << printable(k) << "  " << c << "\n";
   out << "parameters  " << with_commas(s.params) << " (" << human_bytes(double(s.param_bytes)) << " in "
       << s.initializers << " initializers)\n";
   if (!engine && s.unsupported.empty()) {
@@ -180,8 +180,8 @@ int run_inspect(const InspectOptions& o) {
     out << "support     " << s.unsupported.size() << " node(s) have no " << o.backend
         << " kernel in ingot; this model will not run:\n";
     for (const auto& u : s.unsupported) {
-      out << "  " << u.op << "  (domain " << u.domain << ")  node '" << u.name << "'"
-          << (u.graph.empty() ? "" : " in subgraph " + u.graph) << "\n";
+      out << "  " << printable(u.op) << "  (domain " << printable(u.domain) << ")  node '" << printable(u.name) << "'"
+          << (u.graph.empty() ? "" : " in subgraph " + printable(u.graph)) << "\n";
     }
   }
 

@@ -49,7 +49,7 @@ std::string fmt_num(double v) {
 }
 
 void print_output(const std::string& name, const Tensor& t) {
-  std::cout << "output '" << name << "'  " << dtype_name(t.dtype()) << "  [" << shape_str(t.shape()) << "]\n";
+  std::cout << "output '" << printable(name) << "'  " << dtype_name(t.dtype()) << "  [" << shape_str(t.shape()) << "]\n";
   if (!dtype_is_supported(t.dtype()) || t.numel() == 0) {
     if (t.numel() == 0) std::cout << "  (empty)\n";
     return;
@@ -150,7 +150,7 @@ int run_run(const RunOptions& o) {
   if (!valid) return error(valid);
   for (const auto& io : engine->inputs()) {
     const Tensor& t = inputs[io.name];
-    std::cout << "input '" << io.name << "'  " << dtype_name(t.dtype()) << "  [" << shape_str(t.shape()) << "]  "
+    std::cout << "input '" << printable(io.name) << "'  " << dtype_name(t.dtype()) << "  [" << shape_str(t.shape()) << "]  "
               << sources[io.name] << "\n";
   }
 

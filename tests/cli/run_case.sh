@@ -43,8 +43,8 @@ need_numpy() { /usr/bin/python3 -c 'import numpy' 2>/dev/null || { echo "SKIP [$
 
 case $CASE in
   # ---- names and paths that are not text: control bytes and bytes that are not UTF-8 (legal in
-  # ONNX names and Linux paths). The error line writes them as \xNN and stays one line of text;
-  # JSON (inspect --json, the engine file's manifest) writes them as U+FFFD.
+  # ONNX names and Linux paths). Error lines and reports write them as \xNN (one line of
+  # printable text); JSON (inspect --json, the engine file's manifest) writes them as U+FFFD.
   weird_names)
     need_numpy
     /usr/bin/python3 - "$M" "$TMP" <<'PY' || fail "could not write the test models"
@@ -60,7 +60,9 @@ open(os.path.join(os.fsencode(t), b"id\xff.onnx"), "wb").write(src)
 PY
     expect_error 1 "node '\x1B[1m\xFF\x07' (FrobnicateTensor): ingot has no cpu kernel" -- run "$TMP/weird_node.onnx"
     LC_ALL=C grep -q '[^ -~]' "$TMP/err" && fail "stderr holds bytes other than printable ASCII"
-    expect_ok "inputs (1)" -- inspect "$TMP/weird_input.onnx" --json "$TMP/i.json"
+    expect_ok "node '\x1B[1m\xFF\x07'" -- inspect "$TMP/weird_node.onnx"
+    LC_ALL=C grep -q '[^ -~]' "$TMP/out" && fail "inspect's report holds bytes other than printable ASCII"
+    expect_ok "inputs (1)" "  \xFF  float32" -- inspect "$TMP/weird_input.onnx" --json "$TMP/i.json"
     /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["inputs"][0]["name"] == "\ufffd"' "$TMP/i.json" ||
       fail "inspect --json does not name the input U+FFFD"
     expect_ok "engine:" -- build "$TMP/id"$'\xff'".onnx" -o "$TMP/id.ingot"
