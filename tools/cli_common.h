@@ -15,6 +15,7 @@
 
 #include "ingot/status.h"
 #include "ingot/tensor.h"
+#include "printable.h"
 
 // The subcommands, in the order `ingot --help` lists them.
 #define INGOT_CLI_COMMANDS(X) \
@@ -46,11 +47,6 @@ INGOT_CLI_COMMANDS(INGOT_CLI_DECLARE)
 
 // Prints "ingot: error: <message>" as one line on stderr (newlines in the message become
 // "; ") and returns kExitError (kExitUsage for usage_error).
-// A name or text from the user's files as terminal-safe text: control bytes and bytes that are
-// not UTF-8 are written as \xNN (an escape sequence in a node name would otherwise drive the
-// terminal), the rest as it is. Error lines and notes always go through it.
-std::string printable(const std::string& s);
-
 int error(const std::string& message);
 int error(const Status& st);
 int usage_error(const std::string& message);

@@ -18,7 +18,8 @@ std::string describe_outputs(const std::vector<OutputMeta>& outs) {
   std::string s;
   for (const OutputMeta& o : outs) {
     if (!o.set) continue;
-    s += (s.empty() ? "" : ", ") + dtype_name(o.dtype) + " " + (o.dynamic ? std::string("of a data-dependent shape") : shape_str(o.shape));
+    s += (s.empty() ? "" : ", ") + dtype_name(o.dtype) + " " +
+         (o.dynamic ? std::string("of a data-dependent shape") : shape_str(o.shape));
   }
   return s.empty() ? "none inferred" : s;
 }
@@ -263,7 +264,7 @@ Status GraphExecutor::run_node(size_t pos, std::vector<Tensor>& env, const Outer
     INGOT_RETURN_IF_ERROR(k.compute(cctx).with_context(where));
   } catch (const std::bad_alloc&) {
     return out_of_memory(where + "out of host memory for its outputs (" + describe_outputs(ictx.outputs()) +
-                              ") and its scratch");
+                         ") and its scratch");
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     ValueId v = node.outputs[i];
