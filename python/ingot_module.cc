@@ -126,7 +126,9 @@ std::string ort_type(DType t) {
 // UTF-8; pybind11's conversion would raise UnicodeDecodeError on such a byte, this writes it as
 // U+FFFD, as the CLI's JSON does.
 py::str text(const std::string& s) {
-  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "replace"));
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "replace");
+  if (!o) throw py::error_already_set();  // only out of memory: "replace" accepts every byte
+  return py::reinterpret_steal<py::str>(o);
 }
 
 struct NodeArg {
@@ -566,9 +568,9 @@ PYBIND11_MODULE(ingot, m) {
       // A message quotes names from the model, which may hold bytes that are not UTF-8: those
       // become U+FFFD, where PyErr_SetString would raise a UnicodeDecodeError instead.
       const std::string& msg = e.status.message();
-      PyObject* text = PyUnicode_DecodeUTF8(msg.data(), Py_ssize_t(msg.size()), "replace");
-      PyErr_SetObject(it == g_errors.end() ? g_error : it->second, text);
-      Py_XDECREF(text);
+      PyObject* value = PyUnicode_DecodeUTF8(msg.data(), Py_ssize_t(msg.size()), "replace");
+      PyErr_SetObject(it == g_errors.end() ? g_error : it->second, value);
+      Py_XDECREF(value);
     }
   });
 
