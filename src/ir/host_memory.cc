@@ -53,14 +53,26 @@ std::vector<std::pair<std::string, bool>> cgroup_dirs() {
   return dirs;
 }
 
+// The first of cgroup_dirs() with a limit file, found once: a process stays in its group.
+struct CgroupFiles {
+  std::string limit, usage, stat;
+};
+const std::optional<CgroupFiles>& cgroup_files() {
+  static const std::optional<CgroupFiles> files = []() -> std::optional<CgroupFiles> {
+    for (const auto& [dir, v2] : cgroup_dirs()) {
+      CgroupFiles f{dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"),
+                    dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes"), dir + "/memory.stat"};
+      if (!read_file(f.limit).empty()) return f;
+    }
+    return std::nullopt;
+  }();
+  return files;
+}
+
 std::optional<uint64_t> cgroup_headroom_now() {
-  for (const auto& [dir, v2] : cgroup_dirs()) {
-    const std::string limit = read_file(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"));
-    if (limit.empty()) continue;
-    return cgroup_headroom(limit, read_file(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes")),
-                           read_file(dir + "/memory.stat"));
-  }
-  return std::nullopt;
+  const auto& f = cgroup_files();
+  if (!f) return std::nullopt;
+  return cgroup_headroom(read_file(f->limit), read_file(f->usage), read_file(f->stat));
 }
 
 }  // namespace
