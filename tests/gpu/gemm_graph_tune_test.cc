@@ -3,14 +3,11 @@
 // tuning may keep any of them), and a finished choice is final.
 #include <gtest/gtest.h>
 
-#include <cublasLt.h>
-#include <cuda_fp16.h>
-
-#include <cmath>
-#include <vector>
+#include <string>
 
 #include "backends/cuda/lt_gemm.h"
 #include "gpu_test_util.h"
+#include "lt_gemm_test_util.h"
 
 namespace ingot::cuda {
 namespace {
@@ -18,43 +15,9 @@ namespace {
 TEST(GemmGraphTune, RecordedCandidatesAllComputeTheProduct) {
   INGOT_REQUIRE_GPU();
   constexpr int64_t M = 96, N = 320, K = 640;  // a shape no other test runs: a fresh plan
-  Tensor a = testing::random_of(DType::kFloat16, {M, K}, 71), b = testing::random_of(DType::kFloat16, {K, N}, 72, -0.1, 0.1);
-  std::vector<float> ref(size_t(M * N), 0.f);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k) {
-      const float x = float(a.data<float16>()[i * K + k]);
-      for (int64_t j = 0; j < N; ++j) ref[size_t(i * N + j)] += x * float(b.data<float16>()[k * N + j]);
-    }
-
-  CudaHandles h;
-  ASSERT_EQ(cudaStreamCreate(&h.stream), cudaSuccess);
-  ASSERT_EQ(cublasLtCreate(&h.lt), CUBLAS_STATUS_SUCCESS);
-  cudaDeviceProp prop{};
-  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-  h.sm_count = prop.multiProcessorCount;
-  void *da = nullptr, *db = nullptr, *dc = nullptr, *ws = nullptr;
-  ASSERT_EQ(cudaMalloc(&da, a.nbytes()), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&db, b.nbytes()), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dc, size_t(M * N) * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&ws, kGemmWorkspaceBytes), cudaSuccess);
-  h.gemm_workspace = ws, h.gemm_workspace_bytes = kGemmWorkspaceBytes;
-  ASSERT_EQ(cudaMemcpy(da, a.raw(), a.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(db, b.raw(), b.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  GemmDesc d;
-  d.m = M, d.n = N, d.k = K, d.dtype = DType::kFloat16;
-
-  auto run_and_check = [&](const std::string& what) {
-    ASSERT_EQ(cudaMemset(dc, 0xff, size_t(M * N) * 2), cudaSuccess);  // NaN until written
-    ASSERT_TRUE(lt_gemm(h, d, da, db, dc).is_ok()) << what;
-    ASSERT_EQ(cudaStreamSynchronize(h.stream), cudaSuccess);
-    std::vector<__half> got(size_t(M * N));
-    ASSERT_EQ(cudaMemcpy(got.data(), dc, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < got.size(); ++i) {
-      const float g = __half2float(got[i]);
-      ASSERT_TRUE(std::fabs(g - ref[i]) <= 2e-3f + 2e-3f * std::fabs(ref[i])) << what << ": element " << i << " " << g
-                                                                            << " against " << ref[i];
-    }
-  };
+  testing::LtGemmCase product;
+  ASSERT_NO_FATAL_FAILURE(product.set_up(M, N, K, 71, false));
+  auto run_and_check = [&](const std::string& what) { product.run_and_check(what, 2e-3f, 2e-3f); };
 
   GemmPlan* plan = nullptr;
   {
@@ -84,9 +47,6 @@ TEST(GemmGraphTune, RecordedCandidatesAllComputeTheProduct) {
     run_and_check("after the choice");
     EXPECT_TRUE(recorder.plans().empty());
   }
-  cudaFree(ws), cudaFree(dc), cudaFree(db), cudaFree(da);
-  cublasLtDestroy(h.lt);
-  cudaStreamDestroy(h.stream);
 }
 
 }  // namespace

@@ -6,11 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cublasLt.h>
-#include <cuda_fp16.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "backends/cuda/cuda_stream_hold.h"
@@ -18,6 +17,7 @@
 #include "backends/cuda/lt_gemm.h"
 #include "backends/cuda/lt_gemm_wide_tune.h"
 #include "gpu_test_util.h"
+#include "lt_gemm_test_util.h"
 
 namespace ingot::cuda {
 namespace {
@@ -48,56 +48,10 @@ TEST(GemmWideTune, EveryRankedConfigurationComputesTheProduct) {
   // 2·M·N·K = 1.07e9 ≥ kWideTuneMinFlop; a shape no other test runs (a fresh plan).
   constexpr int64_t M = 512, N = 1344, K = 776;
   static_assert(2.0 * M * N * K >= kWideTuneMinFlop);
-  Tensor a = testing::random_of(DType::kFloat16, {M, K}, 81), b = testing::random_of(DType::kFloat16, {K, N}, 82, -0.1, 0.1);
-  Tensor bias = testing::random_of(DType::kFloat16, {N}, 83), residual = testing::random_of(DType::kFloat16, {M, N}, 84);
-  std::vector<float> ref(size_t(M * N));
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j)
-      ref[size_t(i * N + j)] = float(bias.data<float16>()[j]) + float(residual.data<float16>()[i * N + j]);
-  std::vector<float> bf(size_t(K * N));
-  for (size_t i = 0; i < bf.size(); ++i) bf[i] = float(b.data<float16>()[i]);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k) {
-      const float x = float(a.data<float16>()[i * K + k]);
-      float* row = &ref[size_t(i * N)];
-      const float* w = &bf[size_t(k * N)];
-      for (int64_t j = 0; j < N; ++j) row[j] += x * w[j];
-    }
-
-  CudaHandles h;
-  ASSERT_EQ(cudaStreamCreate(&h.stream), cudaSuccess);
-  ASSERT_EQ(cublasLtCreate(&h.lt), CUBLAS_STATUS_SUCCESS);
-  cudaDeviceProp prop{};
-  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-  h.sm_count = prop.multiProcessorCount;
-  void *da = nullptr, *db = nullptr, *dbias = nullptr, *dres = nullptr, *dc = nullptr, *ws = nullptr;
-  ASSERT_EQ(cudaMalloc(&da, a.nbytes()), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&db, b.nbytes()), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dbias, bias.nbytes()), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dres, residual.nbytes()), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dc, size_t(M * N) * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&ws, kGemmWorkspaceBytes), cudaSuccess);
-  h.gemm_workspace = ws, h.gemm_workspace_bytes = kGemmWorkspaceBytes;
-  ASSERT_EQ(cudaMemcpy(da, a.raw(), a.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(db, b.raw(), b.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(dbias, bias.raw(), bias.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(dres, residual.raw(), residual.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  GemmDesc d;
-  d.m = M, d.n = N, d.k = K, d.dtype = DType::kFloat16;
-  d.bias = dbias, d.c_in = dres, d.beta = 1.0f;
-
-  auto run_and_check = [&](const std::string& what) {
-    ASSERT_EQ(cudaMemset(dc, 0xff, size_t(M * N) * 2), cudaSuccess);  // NaN until written
-    ASSERT_TRUE(lt_gemm(h, d, da, db, dc).is_ok()) << what;
-    ASSERT_EQ(cudaStreamSynchronize(h.stream), cudaSuccess);
-    std::vector<__half> got(size_t(d.m * N));  // the rows asked for (fewer in the last part)
-    ASSERT_EQ(cudaMemcpy(got.data(), dc, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < got.size(); ++i) {
-      const float g = __half2float(got[i]);
-      ASSERT_TRUE(std::fabs(g - ref[i]) <= 4e-3f + 2e-3f * std::fabs(ref[i])) << what << ": element " << i << " " << g
-                                                                            << " against " << ref[i];
-    }
-  };
+  testing::LtGemmCase product;
+  ASSERT_NO_FATAL_FAILURE(product.set_up(M, N, K, 81, true));
+  GemmDesc& d = product.d;
+  auto run_and_check = [&](const std::string& what) { product.run_and_check(what, 4e-3f, 2e-3f); };
 
   GemmPlan* plan = nullptr;
   std::vector<GemmTactic> tactics;
@@ -145,9 +99,6 @@ TEST(GemmWideTune, EveryRankedConfigurationComputesTheProduct) {
     EXPECT_EQ(ran[0].config, given.config);
     EXPECT_NE(ran[0].config, tactics[0].config) << "the given configuration is the tuned one: the test shows nothing";
   }
-  cudaFree(ws), cudaFree(dc), cudaFree(dres), cudaFree(dbias), cudaFree(db), cudaFree(da);
-  cublasLtDestroy(h.lt);
-  cudaStreamDestroy(h.stream);
 }
 
 // Host only (runs without a GPU too).

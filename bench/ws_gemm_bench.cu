@@ -1,0 +1,457 @@
+// A product of ingot's own for BERT's batch-32 shapes on Hopper, against the engine's cuBLASLt
+// call: is there a tile and cluster shape that moves fewer bytes through L2 than nvjet does and
+// runs faster? (docs/PERFORMANCE.md, developer sessions 31-33: at batch 32 the four products
+// move 3-6x their operands through L2, ~6 TB/s, and the out-projection, K = 768, runs at ~370
+// TFLOP/s against ~650 for FFN 2.)
+//
+//   out = A·Wᵀ + bias [+ residual | then GELU]   A [M, K], W [N, K] (a weight stored K-major),
+//                                                 float16, fp32 accumulation, one rounding
+//
+// The kernel: persistent (one CTA an SM at most, each walking cluster tiles), warp-specialized
+// (warpgroup 0 a producer whose one thread issues the copy engine's tensor copies into S
+// 128-byte-swizzled stages; warpgroups 1 and 2 consumers, rows 0-63 and 64-127 of a 128 x BN
+// tile, one wgmma m64nBNk16 per 16 of K, setmaxnreg moving the producer's registers to them).
+// A cluster of CM x CN CTAs covers CM row blocks and CN column blocks: the CN CTAs of a row
+// block share its A tile (each copies 128 / CN rows, multicast to them) and the CM CTAs of a
+// column block share its W tile (BN / CM rows each). A stage is refilled once every consumer of
+// the cluster has released it (one empty barrier counting them all). While the consumers run a
+// tile's epilogue the producer is already filling stages for their next tile.
+//
+// Each variant's output is checked against cuBLASLt's (within 2 float16 ulps of the larger) and
+// on sampled rows against a float64 reference, with the output poisoned (NaN) before the run.
+// Timing: CUDA graphs of 10 launches, median of 100 replays, the two alternating over 3 rounds.
+//
+// Built for sm_90a (wgmma, setmaxnreg), linked with libingot (lt_gemm). On the GPU machine:
+//   ws_gemm_bench                      one line per shape and variant; exits 1 when an output is wrong
+//   ws_gemm_bench SHAPE [VARIANT]      that shape (out, ffn2, qkv, ffn1), variant (its index in
+//                                      kVariants); --no-time: the checked launch alone (for ncu);
+//                                      --mode 1-4: copies alone, products alone... (Epilogue::mode)
+#include <cublasLt.h>
+#include <cuda.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/bulk_copy.cuh"
+#include "backends/cuda/cuda_tensor_map.h"
+#include "backends/cuda/lt_gemm.h"
+#include "backends/cuda/mma_sync.cuh"  // smem_addr
+#include "backends/cuda/wgmma.cuh"
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+namespace {
+
+using ingot::cuda::smem_addr;
+using ingot::cuda::sw128_desc;
+
+constexpr int kBM = 128, kBK = 64, kThreads = 384;
+
+__device__ __forceinline__ void bar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+}
+// Arrive on the barrier at the same offset in CTA `rank` of the cluster (the CTA itself included).
+__device__ __forceinline__ void bar_arrive_in(uint32_t bar, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+struct Epilogue {
+  const __half* bias;      // [N]
+  const __half* residual;  // [M, N] or null
+  __half* out;             // [M, N]
+  int M, N, K;
+  int gelu;  // GELU (tanh form, cuBLASLt's epilogue) after the bias
+  // Diagnostics (the output is then wrong): 1 skips the products (the copies alone), 2 copies
+  // only the first S stages and reuses them (the products alone), 3 the copies alone with every
+  // CTA copying the first row block of A (A in L2), 4 the copies of A alone.
+  int mode;
+  // Non-null: CTA 0 stamps (%globaltimer, ns) when its producer has issued each stage's copies
+  // ([0, 256)) and when its first consumer has seen each stage full ([256, 512)).
+  unsigned long long* trace;
+};
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+template <int BN, int S, int CM, int CN>
+__global__ void __launch_bounds__(kThreads, 1)
+    ws_gemm_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, const Epilogue e) {
+  constexpr int kCluster = CM * CN;
+  constexpr uint32_t kABytes = kBM * kBK * 2, kBBytes = BN * kBK * 2;
+  constexpr int kARows = kBM / CN, kBRows = BN / CM;  // rows each CTA copies for its group
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
+  const uint32_t as = base, bs = base + S * kABytes;
+  __shared__ __align__(8) uint64_t full[S], empty[S];
+  const int tid = int(threadIdx.x), wg = tid / 128;
+  const uint32_t rank = kCluster > 1 ? cluster_rank() : 0;
+  const int cm = int(rank % CM), cn = int(rank / CM);
+  const int tiles_m = e.M / (kBM * CM), tiles = tiles_m * (e.N / (BN * CN));
+  const int cluster_id = int(blockIdx.x) / kCluster, clusters = int(gridDim.x) / kCluster;
+  const int KT = e.K / kBK;
+
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) bar_init(smem_addr(&full[s]), 1), bar_init(smem_addr(&empty[s]), 2 * kCluster);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if (kCluster > 1) cluster_sync();
+  else __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (tid == 0) {
+      // The CTAs sharing this one's A rows differ in cn (mask over cn at this cm), those
+      // sharing its W rows in cm.
+      uint16_t a_mask = 0, b_mask = 0;
+      for (int j = 0; j < CN; ++j) a_mask |= uint16_t(1u << (cm + CM * j));
+      for (int i = 0; i < CM; ++i) b_mask |= uint16_t(1u << (i + CM * cn));
+      int it = 0;
+      for (int t = cluster_id; t < tiles; t += clusters) {
+        const int m0 = ((t % tiles_m) * CM + cm) * kBM, n0 = ((t / tiles_m) * CN + cn) * BN;
+        for (int kt = 0; kt < KT; ++kt, ++it) {
+          const int s = it % S;
+          const uint32_t fb = smem_addr(&full[s]);
+          if (e.mode == 2 && it >= S) continue;
+          if (it >= S) bar_wait(smem_addr(&empty[s]), ((it / S) & 1) ^ 1);
+          ingot::cuda::mbar_expect_tx(fb, e.mode == 4 ? kABytes : kABytes + kBBytes);
+          const uint32_t ad = as + s * kABytes + cn * kARows * 128, bd = bs + s * kBBytes + cm * kBRows * 128;
+          const int am = e.mode == 3 ? 0 : m0;
+          if constexpr (CN > 1) ingot::cuda::tensor_copy_multicast(ad, &ta, kt * kBK, am + cn * kARows, fb, a_mask);
+          else ingot::cuda::tensor_copy(ad, &ta, kt * kBK, am, fb);
+          if (e.mode != 4) {
+            if constexpr (CM > 1) ingot::cuda::tensor_copy_multicast(bd, &tb, kt * kBK, n0 + cm * kBRows, fb, b_mask);
+            else ingot::cuda::tensor_copy(bd, &tb, kt * kBK, n0, fb);
+          }
+          if (e.trace && blockIdx.x == 0 && it < 256) e.trace[it] = global_ns();
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int c = wg - 1, lt = tid % 128, warp = lt / 32, lane = lt % 32, g = lane / 4, t4 = lane % 4;
+    float acc[BN / 2];
+    int it = 0;
+    for (int t = cluster_id; t < tiles; t += clusters) {
+      const int m0 = ((t % tiles_m) * CM + cm) * kBM, n0 = ((t / tiles_m) * CN + cn) * BN;
+      for (int kt = 0; kt < KT; ++kt, ++it) {
+        const int s = it % S;
+        if (e.mode != 2 || it < S) bar_wait(smem_addr(&full[s]), (it / S) & 1);
+        if (e.trace && blockIdx.x == 0 && lt == 0 && c == 0 && it < 256) e.trace[256 + it] = global_ns();
+        if (e.mode == 1 || e.mode >= 3) {
+          if (kt > 0 && lt < kCluster) bar_arrive_in(smem_addr(&empty[(it - 1) % S]), uint32_t(lt));
+          continue;
+        }
+        ingot::cuda::wgmma_fence();
+        const uint32_t a0 = as + s * kABytes + c * 64 * 128, b0 = bs + s * kBBytes;
+        ingot::cuda::wgmma_ss_wide<__half, BN>(acc, sw128_desc(a0), sw128_desc(b0), kt > 0);
+#pragma unroll
+        for (int k = 1; k < kBK / 16; ++k)
+          ingot::cuda::wgmma_ss_wide<__half, BN>(acc, sw128_desc(a0 + k * 32), sw128_desc(b0 + k * 32));
+        ingot::cuda::wgmma_commit();
+        ingot::cuda::wgmma_wait<1>();  // the previous stage's products are done: release it
+        if (kt > 0 && lt < kCluster) bar_arrive_in(smem_addr(&empty[(it - 1) % S]), uint32_t(lt));
+      }
+      ingot::cuda::wgmma_wait<0>();
+      if (lt < kCluster) bar_arrive_in(smem_addr(&empty[(it - 1) % S]), uint32_t(lt));
+
+      // Epilogue straight from the accumulators: row g (+ 8), columns 8j + 2·t4 (+ 1). The bias and
+      // residual of 64 columns are loaded (read-only path, so the stores do not order them) before
+      // any of them is used: one load latency per 64 columns, where loading each next to its use
+      // paid one per 8 (Nsight Compute: long-scoreboard stalls, and the products with their copies
+      // left out still took 35 us of FFN 2's 29 in cuBLASLt).
+      constexpr int kChunk = 8;
+      const int row = m0 + c * 64 + warp * 16 + g;
+#pragma unroll
+      for (int q = 0; q < BN / 8 / kChunk; ++q) {
+        __half2 bv[kChunk], rv[2][kChunk];
+#pragma unroll
+        for (int jj = 0; jj < kChunk; ++jj) {
+          const int col = n0 + 8 * (q * kChunk + jj) + 2 * t4;
+          bv[jj] = __ldg(reinterpret_cast<const __half2*>(e.bias + col));
+#pragma unroll
+          for (int r2 = 0; r2 < 2; ++r2)
+            rv[r2][jj] = e.residual ? __ldg(reinterpret_cast<const __half2*>(e.residual + size_t(row + 8 * r2) * e.N + col))
+                                    : __half2{};
+        }
+#pragma unroll
+        for (int jj = 0; jj < kChunk; ++jj) {
+          const int j = q * kChunk + jj, col = n0 + 8 * j + 2 * t4;
+          const float2 bb = __half22float2(bv[jj]);
+#pragma unroll
+          for (int r2 = 0; r2 < 2; ++r2) {
+            const float2 r = __half22float2(rv[r2][jj]);
+            float x0 = acc[4 * j + 2 * r2] + bb.x + r.x, x1 = acc[4 * j + 2 * r2 + 1] + bb.y + r.y;
+            if (e.gelu) {
+              x0 = 0.5f * x0 * (1.f + tanhf(0.7978845608f * (x0 + 0.044715f * x0 * x0 * x0)));
+              x1 = 0.5f * x1 * (1.f + tanhf(0.7978845608f * (x1 + 0.044715f * x1 * x1 * x1)));
+            }
+            *reinterpret_cast<__half2*>(e.out + size_t(row + 8 * r2) * e.N + col) = __floats2half2_rn(x0, x1);
+          }
+        }
+      }
+    }
+  }
+  // No CTA leaves while a peer may still copy into it or arrive on its barriers.
+  if (kCluster > 1) cluster_sync();
+}
+
+struct Shape {
+  const char* name;
+  int M, N, K;
+  bool residual, gelu;
+};
+
+struct Variant {
+  const char* name;
+  int bn, cm, cn;
+  // Launches the variant on `blocks` CTAs (0: as many as the GPU holds at once); false when the
+  // shape does not divide into its cluster tiles.
+  bool (*launch)(const Shape&, const __half*, const __half*, const Epilogue&, cudaStream_t, int*);
+};
+
+template <int BN, int S, int CM, int CN>
+bool launch_variant(const Shape& sh, const __half* a, const __half* w, const Epilogue& e, cudaStream_t stream,
+                    int* grid_out) {
+  constexpr int kCluster = CM * CN;
+  if (sh.M % (kBM * CM) || sh.N % (BN * CN) || sh.K % kBK) return false;
+  const size_t smem = 1024 + size_t(S) * (kBM + BN) * kBK * 2;
+  static int grid = 0;
+  static CUtensorMap ta{}, tb{};
+  static const void* maps_for[2] = {nullptr, nullptr};
+  auto* kernel = ws_gemm_kernel<BN, S, CM, CN>;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = kCluster, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = smem, cfg.stream = stream, cfg.attrs = attr, cfg.numAttrs = 1;
+  if (grid == 0) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    if (kCluster > 1) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    int clusters = 0;
+    cfg.gridDim = dim3(kCluster * 256);
+    CK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+    grid = clusters * kCluster;
+  }
+  if (maps_for[0] != a || maps_for[1] != w) {
+    if (!ingot::cuda::encode_tensor_map(&ta, ingot::DType::kFloat16, a, sh.M, sh.K, sh.K, kBM / CN, kBK, true) ||
+        !ingot::cuda::encode_tensor_map(&tb, ingot::DType::kFloat16, w, sh.N, sh.K, sh.K, BN / CM, kBK, true)) {
+      printf("tensor map refused\n");
+      exit(1);
+    }
+    maps_for[0] = a, maps_for[1] = w;
+  }
+  const int tiles = (sh.M / (kBM * CM)) * (sh.N / (BN * CN));
+  cfg.gridDim = dim3(std::min(grid / kCluster, tiles) * kCluster);
+  if (grid_out) *grid_out = int(cfg.gridDim.x);
+  CK(cudaLaunchKernelEx(&cfg, kernel, ta, tb, e));
+  return true;
+}
+
+const Variant kVariants[] = {
+    {"128x192 1x1", 192, 1, 1, launch_variant<192, 5, 1, 1>},
+    {"128x192 2x1", 192, 2, 1, launch_variant<192, 5, 2, 1>},
+    {"128x192 1x2", 192, 1, 2, launch_variant<192, 5, 1, 2>},
+    {"128x192 2x2", 192, 2, 2, launch_variant<192, 5, 2, 2>},
+    {"128x256 2x1", 256, 2, 1, launch_variant<256, 4, 2, 1>},
+    {"128x128 2x1", 128, 2, 1, launch_variant<128, 6, 2, 1>},
+};
+
+template <class F>
+float chain_us(cudaStream_t s, int reps, F launch) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < reps; ++i) launch();
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 5; ++i) CK(cudaGraphLaunch(ge, s));
+  std::vector<float> t;
+  for (int i = 0; i < 100; ++i) {
+    CK(cudaEventRecord(e0, s));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms * 1000.f / float(reps));
+  }
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+__half* upload(const std::vector<__half>& h) {
+  __half* d;
+  CK(cudaMalloc(&d, h.size() * 2));
+  CK(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+  return d;
+}
+std::vector<__half> download(const __half* d, size_t n) {
+  std::vector<__half> h(n);
+  CK(cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost));
+  return h;
+}
+
+bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handles, int only_variant, bool time,
+               int mode) {
+  const int M = sh.M, N = sh.N, K = sh.K;
+  std::mt19937 rng(unsigned(M * 7 + N * 3 + K));
+  std::normal_distribution<float> nd(0.f, 1.f);
+  // BERT-like magnitudes: activations ~1, weights ~0.02-0.04.
+  std::vector<__half> A(size_t(M) * K), W(size_t(K) * N), Wt(size_t(N) * K), B(N), R(size_t(M) * N);
+  for (auto& v : A) v = __float2half(nd(rng));
+  for (int k = 0; k < K; ++k)
+    for (int n = 0; n < N; ++n) W[size_t(k) * N + n] = Wt[size_t(n) * K + k] = __float2half(nd(rng) * 0.03f);
+  for (auto& v : B) v = __float2half(nd(rng) * 0.1f);
+  for (auto& v : R) v = __float2half(nd(rng));
+  __half *dA = upload(A), *dW = upload(W), *dWt = upload(Wt), *dB = upload(B), *dR = sh.residual ? upload(R) : nullptr;
+  __half *ref, *mine;
+  CK(cudaMalloc(&ref, size_t(M) * N * 2));
+  CK(cudaMalloc(&mine, size_t(M) * N * 2));
+
+  ingot::cuda::GemmDesc desc;
+  desc.m = M, desc.n = N, desc.k = K, desc.dtype = ingot::DType::kFloat16, desc.bias = dB;
+  if (sh.residual) desc.beta = 1.f, desc.c_in = dR;
+  if (sh.gelu) desc.activation = ingot::cuda::GemmActivation::kGeluTanh;
+  auto baseline = [&] {
+    const ingot::Status st = ingot::cuda::lt_gemm(handles, desc, dA, dW, ref);
+    if (!st.is_ok()) { printf("lt_gemm: %s\n", st.message().c_str()); exit(1); }
+  };
+  baseline();
+  CK(cudaStreamSynchronize(s));
+  const std::vector<__half> want = download(ref, size_t(M) * N);
+  const double flop = 2.0 * M * N * K;
+  unsigned long long* trace = nullptr;
+  if (std::getenv("WS_TRACE")) CK(cudaMalloc(&trace, 512 * sizeof(unsigned long long)));
+  const Epilogue e{dB, dR, mine, M, N, K, sh.gelu ? 1 : 0, mode, trace};
+
+  // float64 reference of sampled rows, to say which of the two is off when they disagree.
+  auto exact = [&](int r, int n) {
+    double dot = 0;
+    for (int k = 0; k < K; ++k) dot += double(__half2float(A[size_t(r) * K + k])) * __half2float(Wt[size_t(n) * K + k]);
+    double x = dot + __half2float(B[n]);
+    if (sh.residual) x += __half2float(R[size_t(r) * N + n]);
+    if (sh.gelu) x = 0.5 * x * (1 + std::tanh(0.7978845608 * (x + 0.044715 * x * x * x)));
+    return x;
+  };
+  double base_err = 0;
+  for (int r = 0; r < M; r += 97)
+    for (int n = 0; n < N; n += 7) base_err = std::max(base_err, std::fabs(double(__half2float(want[size_t(r) * N + n])) - exact(r, n)));
+
+  bool ok = true;
+  for (int vi = 0; vi < int(std::size(kVariants)); ++vi) {
+    const Variant& v = kVariants[vi];
+    if (only_variant >= 0 && vi != only_variant) continue;
+    CK(cudaMemset(mine, 0xFF, size_t(M) * N * 2));  // NaN: an unwritten element fails the check
+    int grid = 0;
+    if (!v.launch(sh, dA, dWt, e, s, &grid)) continue;
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(s));
+    if (trace) {  // a second launch, warm
+      v.launch(sh, dA, dWt, e, s, nullptr);
+      CK(cudaStreamSynchronize(s));
+      unsigned long long h[512];
+      CK(cudaMemcpy(h, trace, sizeof h, cudaMemcpyDeviceToHost));
+      printf("CTA 0 stages (us from the first issue): issued / full\n");
+      for (int i = 0; i < std::min(48, K / kBK); ++i)
+        printf("  %2d %7.3f %7.3f\n", i, (h[i] - h[0]) / 1e3, (h[256 + i] - h[0]) / 1e3);
+    }
+    const std::vector<__half> got = download(mine, size_t(M) * N);
+    double worst = 0, err = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float x = __half2float(got[i]), y = __half2float(want[i]);
+      const float tol = 2.f * std::max(std::fabs(y), 1.f) / 1024.f;  // two float16 ulps
+      if (!(std::fabs(x - y) <= tol)) ++bad;
+      if (x == x) worst = std::max(worst, double(std::fabs(x - y)));
+      else worst = INFINITY;
+    }
+    for (int r = 0; r < M; r += 97)
+      for (int n = 0; n < N; n += 7) err = std::max(err, std::fabs(double(__half2float(got[size_t(r) * N + n])) - exact(r, n)));
+    float tb = 0, tm = 0;
+    for (int round = 0; round < (time ? 3 : 0); ++round) {
+      tb += chain_us(s, 10, baseline);
+      tm += chain_us(s, 10, [&] { v.launch(sh, dA, dWt, e, s, nullptr); });
+    }
+    tb /= 3, tm /= 3;
+    if (!time) tb = tm = NAN;
+    const bool right = bad == 0 || mode != 0;
+    ok &= right;
+    printf("%-5s %5dx%5dx%5d %-12s grid %3d: cuBLASLt %6.2f us (%4.0f TF/s) | own %6.2f us (%4.0f TF/s) %5.2fx | "
+           "max |own - cuBLASLt| %.3g (%zu beyond 2 ulps), vs float64 own %.3g cuBLASLt %.3g%s\n",
+           sh.name, M, N, K, v.name, grid, tb, flop / tb / 1e6, tm, flop / tm / 1e6, tb / tm, worst, bad, err, base_err,
+           right ? "" : "  WRONG");
+  }
+  for (__half* p : {dA, dW, dWt, dB, dR, ref, mine})
+    if (p) CK(cudaFree(p));
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* only_shape = nullptr;
+  int only_variant = -1;
+  bool time = true;
+  int mode = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--no-time") time = false;
+    else if (std::string(argv[i]) == "--mode" && i + 1 < argc) mode = std::atoi(argv[++i]);
+    else if (!only_shape) only_shape = argv[i];
+    else only_variant = std::atoi(argv[i]);
+  }
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ingot::cuda::CudaHandles handles;
+  handles.stream = s;
+  if (cublasLtCreate(&handles.lt) != CUBLAS_STATUS_SUCCESS) { printf("cublasLtCreate failed\n"); return 1; }
+  int dev = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&handles.sm_count, cudaDevAttrMultiProcessorCount, dev));
+  void* ws = nullptr;
+  CK(cudaMalloc(&ws, ingot::cuda::kGemmWorkspaceBytes));
+  handles.gemm_workspace = ws, handles.gemm_workspace_bytes = ingot::cuda::kGemmWorkspaceBytes;
+  const Shape shapes[] = {
+      {"out", 4096, 768, 768, true, false},
+      {"ffn2", 4096, 768, 3072, true, false},
+      {"qkv", 4096, 2304, 768, false, false},
+      {"ffn1", 4096, 3072, 768, false, true},
+  };
+  bool ok = true;
+  for (const Shape& sh : shapes)
+    if (!only_shape || std::string(only_shape) == sh.name) ok &= run_shape(sh, s, handles, only_variant, time, mode);
+  return ok ? 0 : 1;
+}
