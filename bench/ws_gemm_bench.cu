@@ -137,6 +137,75 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
+// The epilogue of one consumer warpgroup's 64 x BN block, straight from the accumulators (row
+// g (+ 8), columns 8j + 2·t4 (+ 1)): + bias + residual (+ GELU) in fp32, rounded once. The bias
+// (shared memory) and residual of 64 columns are loaded (read-only path, so the stores do not
+// order them) before any of them is used: one load latency per 64 columns, where loading each
+// next to its use paid one per 8 (Nsight Compute: long-scoreboard stalls). kGelu is a template
+// parameter: as a run-time test inside the unrolled loops it was 179 branches of the epilogue's
+// ~4,500 PTX instructions.
+// Stores: with kTmaStore, stmatrix puts four rounded 8 x 8 blocks a warp into the 128-byte
+// swizzled staging boxes (the accumulator layout is stmatrix's fragment layout); otherwise the
+// pairs of each 4 j go round the quad (lane t4 sends the pair of j = 4·group + ((t4 - d) & 3) in
+// round d) so that lane t4 stores columns 8·(4·group + t4) .. + 7 as one 16-byte store (4-byte
+// stores wrote every 32-byte sector twice, Nsight Compute: 47 % excess). The quad's shuffles and
+// run-time picks were ~1,000 of the epilogue's PTX instructions.
+template <int BN, bool kTmaStore, bool kGelu>
+__device__ __forceinline__ void round_block(const float (&acc)[BN / 2], const Epilogue& e, const __half* bias_s, int m0,
+                                            int n0, int c, int warp, int lane, uint32_t stg) {
+  constexpr int kChunk = 8;
+  const int g = lane / 4, t4 = lane % 4, row = m0 + c * 64 + warp * 16 + g;
+#pragma unroll
+  for (int q = 0; q < BN / 8 / kChunk; ++q) {
+    __half2 bv[kChunk], rv[2][kChunk];
+#pragma unroll
+    for (int jj = 0; jj < kChunk; ++jj) {
+      const int col = n0 + 8 * (q * kChunk + jj) + 2 * t4;
+      bv[jj] = *reinterpret_cast<const __half2*>(bias_s + col);
+#pragma unroll
+      for (int r2 = 0; r2 < 2; ++r2)
+        rv[r2][jj] = e.residual ? __ldg(reinterpret_cast<const __half2*>(e.residual + size_t(row + 8 * r2) * e.N + col))
+                                : __half2{};
+    }
+#pragma unroll
+    for (int grp = 0; grp < kChunk / 4; ++grp)
+#pragma unroll
+      for (int r2 = 0; r2 < 2; ++r2) {
+        uint32_t h[4];
+#pragma unroll
+        for (int jq = 0; jq < 4; ++jq) {
+          const int jj = grp * 4 + jq, j = q * kChunk + jj;
+          const float2 bb = __half22float2(bv[jj]), r = __half22float2(rv[r2][jj]);
+          float x0 = acc[4 * j + 2 * r2] + bb.x + r.x, x1 = acc[4 * j + 2 * r2 + 1] + bb.y + r.y;
+          if constexpr (kGelu) {
+            x0 = ingot::cuda::activate(x0, ingot::cuda::PointwiseActivation::kGeluTanh);
+            x1 = ingot::cuda::activate(x1, ingot::cuda::PointwiseActivation::kGeluTanh);
+          }
+          const __half2 v = __floats2half2_rn(x0, x1);
+          h[jq] = *reinterpret_cast<const uint32_t*>(&v);
+        }
+        if constexpr (kTmaStore) {
+          // Lane l gives the address of row l % 8 of block l / 8 (the pair j = 4·group + l / 8):
+          // 16 bytes at chunk j % 8 of its row in box j / 8, swizzled.
+          const int mi = lane >> 3, ri = lane & 7, j = q * kChunk + grp * 4 + mi, r = warp * 16 + 8 * r2 + ri;
+          const uint32_t at = stg + uint32_t(c * (BN / 64) + j / 8) * 8192u + uint32_t(r) * 128u + uint32_t(((j & 7) ^ ri) << 4);
+          asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(at), "r"(h[0]), "r"(h[1]),
+                       "r"(h[2]), "r"(h[3])
+                       : "memory");
+        } else {
+          auto pick = [](const uint32_t (&a)[4], int i) { return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : a[3]; };
+          uint32_t got[4];  // got[d]: the pair of columns 2·((t4 + d) & 3) of this lane's 8
+#pragma unroll
+          for (int d = 0; d < 4; ++d) got[d] = __shfl_sync(0xffffffffu, pick(h, (t4 - d) & 3), (lane & ~3) | ((t4 + d) & 3));
+          const uint4 o{pick(got, (0 - t4) & 3), pick(got, (1 - t4) & 3), pick(got, (2 - t4) & 3), pick(got, (3 - t4) & 3)};
+          const int col = n0 + 8 * (q * kChunk + grp * 4 + t4);
+          if (e.mode != 5) *reinterpret_cast<uint4*>(e.out + size_t(row + 8 * r2) * e.N + col) = o;
+          else if ((o.x ^ o.y ^ o.z ^ o.w) == 0x12345678u) e.out[0] = __half{};  // keeps the work
+        }
+      }
+  }
+}
+
 // kTmaStore: each consumer warpgroup rounds its 64 x BN block into shared memory (128-byte
 // swizzled boxes of 64 x 64) and one thread hands them to the copy engine (bulk tensor stores),
 // so the warpgroup goes on to its next tile while the output drains; else 16-byte stores from
@@ -209,7 +278,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int c = wg - 1, lt = tid % 128, warp = lt / 32, lane = lt % 32, g = lane / 4, t4 = lane % 4;
+    const int c = wg - 1, lt = tid % 128, warp = lt / 32, lane = lt % 32;
     for (int i = 8 * (tid - 128); i < e.N; i += 8 * 256)
       *reinterpret_cast<uint4*>(bias_s + i) = __ldg(reinterpret_cast<const uint4*>(e.bias + i));
     asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the two consumer warpgroups
@@ -246,13 +315,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       ingot::cuda::wgmma_wait<0>();
       if (lt < kCluster) bar_arrive_in<kCluster>(smem_addr(&empty[(it - 1) % S]), uint32_t(lt));
 
-      // Epilogue straight from the accumulators: row g (+ 8), columns 8j + 2·t4 (+ 1). The bias and
-      // residual of 64 columns are loaded (read-only path, so the stores do not order them) before
-      // any of them is used: one load latency per 64 columns, where loading each next to its use
-      // paid one per 8 (Nsight Compute: long-scoreboard stalls, and the products with their copies
-      // left out still took 35 us of FFN 2's 29 in cuBLASLt).
-      constexpr int kChunk = 8;
-      const int row = m0 + c * 64 + warp * 16 + g;
       const bool stamp = e.trace && blockIdx.x == 0 && lt == 0 && c == 0 && it / KT <= 4;
       if (stamp) e.trace[512 + 2 * (it / KT - 1)] = global_ns();
       if constexpr (kTmaStore) {
@@ -260,59 +322,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
       }
-#pragma unroll
-      for (int q = 0; q < BN / 8 / kChunk; ++q) {
-        __half2 bv[kChunk], rv[2][kChunk];
-#pragma unroll
-        for (int jj = 0; jj < kChunk; ++jj) {
-          const int col = n0 + 8 * (q * kChunk + jj) + 2 * t4;
-          bv[jj] = *reinterpret_cast<const __half2*>(bias_s + col);
-#pragma unroll
-          for (int r2 = 0; r2 < 2; ++r2)
-            rv[r2][jj] = e.residual ? __ldg(reinterpret_cast<const __half2*>(e.residual + size_t(row + 8 * r2) * e.N + col))
-                                    : __half2{};
-        }
-        // Rounded pairs of each group of 4 j (32 columns) go round the quad (lane t4 sends the pair
-        // of j = 4·group + ((t4 - d) & 3) in round d), so that lane t4 stores columns
-        // 8·(4·group + t4) .. + 7 as one 16-byte store: 64 contiguous bytes a row for the quad,
-        // where 4-byte stores wrote every 32-byte sector twice (Nsight Compute: 47 % excess).
-#pragma unroll
-        for (int grp = 0; grp < kChunk / 4; ++grp)
-#pragma unroll
-          for (int r2 = 0; r2 < 2; ++r2) {
-            uint32_t h[4];
-#pragma unroll
-            for (int jq = 0; jq < 4; ++jq) {
-              const int jj = grp * 4 + jq, j = q * kChunk + jj;
-              const float2 bb = __half22float2(bv[jj]), r = __half22float2(rv[r2][jj]);
-              float x0 = acc[4 * j + 2 * r2] + bb.x + r.x, x1 = acc[4 * j + 2 * r2 + 1] + bb.y + r.y;
-              if (e.gelu) {
-                x0 = ingot::cuda::activate(x0, ingot::cuda::PointwiseActivation::kGeluTanh);
-                x1 = ingot::cuda::activate(x1, ingot::cuda::PointwiseActivation::kGeluTanh);
-              }
-              const __half2 v = __floats2half2_rn(x0, x1);
-              h[jq] = *reinterpret_cast<const uint32_t*>(&v);
-            }
-            auto pick = [](const uint32_t (&a)[4], int i) { return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : a[3]; };
-            uint32_t got[4];  // got[d]: the pair of columns 2·((t4 + d) & 3) of this lane's 8
-#pragma unroll
-            for (int d = 0; d < 4; ++d)
-              got[d] = __shfl_sync(0xffffffffu, pick(h, (t4 - d) & 3), (lane & ~3) | ((t4 + d) & 3));
-            const uint4 o{pick(got, (0 - t4) & 3), pick(got, (1 - t4) & 3), pick(got, (2 - t4) & 3), pick(got, (3 - t4) & 3)};
-            const int col = n0 + 8 * (q * kChunk + grp * 4 + t4);
-            if constexpr (kTmaStore) {
-              const int tc = col - n0, r = warp * 16 + g + 8 * r2;  // within the tile, the warpgroup's block
-              const uint32_t at = stg + uint32_t(c * (BN / 64) + tc / 64) * 8192u + uint32_t(r) * 128u +
-                                  uint32_t((((tc & 63) >> 3) ^ (r & 7)) << 4);
-              asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(at), "r"(o.x), "r"(o.y), "r"(o.z), "r"(o.w)
-                           : "memory");
-            } else if (e.mode != 5) {
-              *reinterpret_cast<uint4*>(e.out + size_t(row + 8 * r2) * e.N + col) = o;
-            } else if ((o.x ^ o.y ^ o.z ^ o.w) == 0x12345678u) {
-              e.out[0] = __half{};  // keeps the work
-            }
-          }
-      }
+      if (e.gelu) round_block<BN, kTmaStore, true>(acc, e, bias_s, m0, n0, c, warp, lane, stg);
+      else round_block<BN, kTmaStore, false>(acc, e, bias_s, m0, n0, c, warp, lane, stg);
       if constexpr (kTmaStore) {
         // The boxes written by ordinary stores are read by the copy engine: proxy fence, then one
         // thread stores them once the warpgroup is done.
