@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // thread stores them once the warpgroup is done.
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
-        if (lt == 0) {
+        if (lt == 0 && e.mode != 5) {
           for (int bx = 0; bx < BN / 64; ++bx)
             asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                          ::"l"(reinterpret_cast<uint64_t>(&to)), "r"(n0 + 64 * bx), "r"(m0 + 64 * c),
