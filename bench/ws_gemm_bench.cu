@@ -31,7 +31,8 @@
 //                                      kVariants); --no-time: the checked launch alone (for ncu);
 //                                      --mode 1-5: copies alone, products alone... (Epilogue::mode);
 //                                      --rows M (default 4096, BERT-base at batch 32);
-//                                      WS_TRACE=1: CTA 0's timeline (Epilogue::trace)
+//                                      WS_TRACE=1: CTA 0's timeline (Epilogue::trace);
+//                                      WS_FAST_TANH=1: GELU on tanh.approx (Epilogue::fast_tanh)
 #include <cublasLt.h>
 #include <cuda.h>
 #include <cuda_fp16.h>
@@ -111,7 +112,17 @@ struct Epilogue {
   // ([0, 256)), when its first consumer has seen each stage full ([256, 512)), and when that
   // consumer starts and ends each of its first four tiles' epilogues ([512, 520)).
   unsigned long long* trace;
+  // WS_FAST_TANH=1: GELU with the multifunction unit's tanh (tanh.approx.f32, about 2^-11
+  // relative error) instead of tanhf, whose ~25 instructions a value are most of FFN 1's
+  // epilogue (the PTX: ~3,100 of its ~4,250 instructions a thread).
+  int fast_tanh;
 };
+
+__device__ __forceinline__ float gelu_tanh_approx(float x) {
+  float t;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  return 0.5f * x * (1.f + t);
+}
 
 // The box as tensor_copy_multicast, with an L2 eviction policy (createpolicy).
 __device__ __forceinline__ void tensor_copy_multicast_hint(uint32_t dst, const CUtensorMap* map, int x, int y,
@@ -178,8 +189,12 @@ __device__ __forceinline__ void round_block(const float (&acc)[BN / 2], const Ep
           const float2 bb = __half22float2(bv[jj]), r = __half22float2(rv[r2][jj]);
           float x0 = acc[4 * j + 2 * r2] + bb.x + r.x, x1 = acc[4 * j + 2 * r2 + 1] + bb.y + r.y;
           if constexpr (kGelu) {
-            x0 = ingot::cuda::activate(x0, ingot::cuda::PointwiseActivation::kGeluTanh);
-            x1 = ingot::cuda::activate(x1, ingot::cuda::PointwiseActivation::kGeluTanh);
+            if (e.fast_tanh) {
+              x0 = gelu_tanh_approx(x0), x1 = gelu_tanh_approx(x1);
+            } else {
+              x0 = ingot::cuda::activate(x0, ingot::cuda::PointwiseActivation::kGeluTanh);
+              x1 = ingot::cuda::activate(x1, ingot::cuda::PointwiseActivation::kGeluTanh);
+            }
           }
           const __half2 v = __floats2half2_rn(x0, x1);
           h[jq] = *reinterpret_cast<const uint32_t*>(&v);
@@ -492,7 +507,8 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
   const double flop = 2.0 * M * N * K;
   unsigned long long* trace = nullptr;
   if (std::getenv("WS_TRACE")) CK(cudaMalloc(&trace, 528 * sizeof(unsigned long long)));
-  const Epilogue e{dB, dR, mine, M, N, K, sh.gelu ? 1 : 0, mode, trace};
+  const char* fast = std::getenv("WS_FAST_TANH");
+  const Epilogue e{dB, dR, mine, M, N, K, sh.gelu ? 1 : 0, mode, trace, fast && std::string(fast) == "1" ? 1 : 0};
 
   // float64 reference of sampled rows, to say which of the two is off when they disagree.
   auto exact = [&](int r, int n) {
