@@ -25,6 +25,9 @@
 // on sampled rows against a float64 reference, with the output poisoned (NaN) before the run.
 // Timing: CUDA graphs of 10 launches, median of 100 replays, the two alternating over 3 rounds.
 //
+// Variant "LN" folds the LayerNorm into the epilogue (ln_block): timed against cuBLASLt + ingot's
+// LayerNorm kernel and checked against their output and a float64 LayerNorm.
+//
 // Built for sm_90a (wgmma, setmaxnreg), linked with libingot (lt_gemm). On the GPU machine:
 //   ws_gemm_bench                      one line per shape and variant; exits 1 when an output is wrong
 //   ws_gemm_bench SHAPE [VARIANT]      that shape (out, ffn2, qkv, ffn1), variant (its index in
@@ -50,6 +53,7 @@
 #include "backends/cuda/cuda_tensor_map.h"
 #include "backends/cuda/lt_gemm.h"
 #include "backends/cuda/mma_sync.cuh"  // smem_addr
+#include "backends/cuda/norm_impl.h"
 #include "backends/cuda/pointwise_activation.cuh"
 #include "backends/cuda/wgmma.cuh"
 
@@ -61,6 +65,7 @@ using ingot::cuda::smem_addr;
 using ingot::cuda::sw128_desc;
 
 constexpr int kBM = 128, kBK = 64, kThreads = 384, kMaxBias = 4096;
+constexpr int kMaxLnN = 1024;  // LayerNorm variants: gamma and beta beside the bias in shared memory
 
 __device__ __forceinline__ void bar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
@@ -116,6 +121,14 @@ struct Epilogue {
   // relative error) instead of tanhf, whose ~25 instructions a value are most of FFN 1's
   // epilogue (the PTX: ~3,100 of its ~4,250 instructions a thread).
   int fast_tanh;
+  // LayerNorm variants (kLn): h = LayerNorm(fp16(A·Wᵀ + bias + residual)) · gamma + beta written
+  // to `out`. The CTAs of a row block exchange each row's (mean, centered sum of squares) over
+  // their BN columns through `part` ([M, N / BN]) and a counter a row block (`count`, zeroed once:
+  // it only grows, N / BN a launch).
+  const __half *gamma, *beta;
+  float2* part;
+  unsigned* count;
+  float eps;
 };
 
 __device__ __forceinline__ float gelu_tanh_approx(float x) {
@@ -146,6 +159,20 @@ __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+}
+
+// Four rounded pairs of a quad's row (pair jq: columns 8·jq + 2·t4, + 1 from `at`) go round the
+// quad so that lane t4 stores columns 8·t4 .. + 7 as one 16-byte store (lane t4 sends pair
+// (t4 - d) & 3 in round d).
+__device__ __forceinline__ void store_quad(const uint32_t (&h)[4], const Epilogue& e, size_t at, int lane) {
+  const int t4 = lane & 3;
+  auto pick = [](const uint32_t (&a)[4], int i) { return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : a[3]; };
+  uint32_t got[4];  // got[d]: the pair of columns 2·((t4 + d) & 3) of this lane's 8
+#pragma unroll
+  for (int d = 0; d < 4; ++d) got[d] = __shfl_sync(0xffffffffu, pick(h, (t4 - d) & 3), (lane & ~3) | ((t4 + d) & 3));
+  const uint4 o{pick(got, (0 - t4) & 3), pick(got, (1 - t4) & 3), pick(got, (2 - t4) & 3), pick(got, (3 - t4) & 3)};
+  if (e.mode != 5) *reinterpret_cast<uint4*>(e.out + at + 8 * t4) = o;
+  else if ((o.x ^ o.y ^ o.z ^ o.w) == 0x12345678u) e.out[0] = __half{};  // keeps the work
 }
 
 // The epilogue of one consumer warpgroup's 64 x BN block, straight from the accumulators (row
@@ -208,24 +235,101 @@ __device__ __forceinline__ void round_block(const float (&acc)[BN / 2], const Ep
                        "r"(h[2]), "r"(h[3])
                        : "memory");
         } else {
-          auto pick = [](const uint32_t (&a)[4], int i) { return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : a[3]; };
-          uint32_t got[4];  // got[d]: the pair of columns 2·((t4 + d) & 3) of this lane's 8
-#pragma unroll
-          for (int d = 0; d < 4; ++d) got[d] = __shfl_sync(0xffffffffu, pick(h, (t4 - d) & 3), (lane & ~3) | ((t4 + d) & 3));
-          const uint4 o{pick(got, (0 - t4) & 3), pick(got, (1 - t4) & 3), pick(got, (2 - t4) & 3), pick(got, (3 - t4) & 3)};
-          const int col = n0 + 8 * (q * kChunk + grp * 4 + t4);
-          if (e.mode != 5) *reinterpret_cast<uint4*>(e.out + size_t(row + 8 * r2) * e.N + col) = o;
-          else if ((o.x ^ o.y ^ o.z ^ o.w) == 0x12345678u) e.out[0] = __half{};  // keeps the work
+          store_quad(h, e, size_t(row + 8 * r2) * e.N + n0 + 8 * (q * kChunk + grp * 4), lane);
         }
       }
   }
+}
+
+// The LayerNorm epilogue of one consumer warpgroup's 64 x BN block (kLn; one tile a CTA, every
+// CTA resident at once). v = fp16(acc + bias + residual), as the unfused product would store
+// it; each row's mean and centered sum of squares over the block's BN columns (two passes in
+// registers, quad shuffles); those of the row block's N / BN CTAs through global memory (one
+// counter round); Chan's combination (M2 = sum M2_i + BN · sum (mean_i - mean)^2, no
+// cancellation); h = (v - mean) · rsqrt(M2 / N + eps) · gamma + beta, rounded once.
+template <int BN>
+__device__ __forceinline__ void ln_block(float (&acc)[BN / 2], const Epilogue& e, const __half* bias_s,
+                                         const __half* gamma_s, const __half* beta_s, int m0, int n0, int c, int warp,
+                                         int lane, int lt) {
+  const int g = lane / 4, t4 = lane % 4, row = m0 + c * 64 + warp * 16 + g;
+  float mean[2] = {0.f, 0.f}, m2[2] = {0.f, 0.f};
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = n0 + 8 * j + 2 * t4;
+    const float2 bb = __half22float2(*reinterpret_cast<const __half2*>(bias_s + col));
+#pragma unroll
+    for (int r2 = 0; r2 < 2; ++r2) {
+      const float2 r = __half22float2(__ldg(reinterpret_cast<const __half2*>(e.residual + size_t(row + 8 * r2) * e.N + col)));
+      const float2 v = __half22float2(__floats2half2_rn(acc[4 * j + 2 * r2] + bb.x + r.x, acc[4 * j + 2 * r2 + 1] + bb.y + r.y));
+      acc[4 * j + 2 * r2] = v.x, acc[4 * j + 2 * r2 + 1] = v.y;
+      mean[r2] += v.x + v.y;
+    }
+  }
+#pragma unroll
+  for (int r2 = 0; r2 < 2; ++r2) {
+    mean[r2] += __shfl_xor_sync(0xffffffffu, mean[r2], 1);
+    mean[r2] += __shfl_xor_sync(0xffffffffu, mean[r2], 2);
+    mean[r2] *= 1.f / float(BN);
+  }
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int r2 = 0; r2 < 2; ++r2) {
+      const float d0 = acc[4 * j + 2 * r2] - mean[r2], d1 = acc[4 * j + 2 * r2 + 1] - mean[r2];
+      m2[r2] += d0 * d0 + d1 * d1;
+    }
+  const int blocks = e.N / BN, nb = n0 / BN;
+#pragma unroll
+  for (int r2 = 0; r2 < 2; ++r2) {
+    m2[r2] += __shfl_xor_sync(0xffffffffu, m2[r2], 1);
+    m2[r2] += __shfl_xor_sync(0xffffffffu, m2[r2], 2);
+    if (t4 == 0) e.part[size_t(row + 8 * r2) * blocks + nb] = make_float2(mean[r2], m2[r2]);
+  }
+  __threadfence();
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");  // both consumer warpgroups' rows are out
+  if (lt == 0 && c == 0) {
+    unsigned* count = e.count + m0 / kBM;
+    const unsigned old = atomicAdd(count, 1u), target = (old / unsigned(blocks) + 1) * unsigned(blocks);
+    while (int(*reinterpret_cast<volatile unsigned*>(count) - target) < 0) __nanosleep(64);
+    __threadfence();
+  }
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  float inv[2];
+#pragma unroll
+  for (int r2 = 0; r2 < 2; ++r2) {
+    float mu = 0.f, sq = 0.f, dev = 0.f;
+    for (int b = 0; b < blocks; ++b) mu += __ldcg(&e.part[size_t(row + 8 * r2) * blocks + b]).x;
+    mu /= float(blocks);
+    for (int b = 0; b < blocks; ++b) {
+      const float2 p = __ldcg(&e.part[size_t(row + 8 * r2) * blocks + b]);
+      sq += p.y, dev += (p.x - mu) * (p.x - mu);
+    }
+    inv[r2] = rsqrtf((sq + float(BN) * dev) / float(e.N) + e.eps);
+    mean[r2] = mu;
+  }
+#pragma unroll
+  for (int grp = 0; grp < BN / 32; ++grp)
+#pragma unroll
+    for (int r2 = 0; r2 < 2; ++r2) {
+      uint32_t h[4];
+#pragma unroll
+      for (int jq = 0; jq < 4; ++jq) {
+        const int j = grp * 4 + jq, col = 8 * j + 2 * t4;  // within the block; gamma_s and beta_s hold [n0, n0 + BN)
+        const float2 gm = __half22float2(*reinterpret_cast<const __half2*>(gamma_s + n0 + col));
+        const float2 bt = __half22float2(*reinterpret_cast<const __half2*>(beta_s + n0 + col));
+        const __half2 v = __floats2half2_rn((acc[4 * j + 2 * r2] - mean[r2]) * inv[r2] * gm.x + bt.x,
+                                            (acc[4 * j + 2 * r2 + 1] - mean[r2]) * inv[r2] * gm.y + bt.y);
+        h[jq] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+      store_quad(h, e, size_t(row + 8 * r2) * e.N + n0 + 32 * grp, lane);
+    }
 }
 
 // kTmaStore: each consumer warpgroup rounds its 64 x BN block into shared memory (128-byte
 // swizzled boxes of 64 x 64) and one thread hands them to the copy engine (bulk tensor stores),
 // so the warpgroup goes on to its next tile while the output drains; else 16-byte stores from
 // registers.
-template <int BN, int S, int CM, int CN, bool kTmaStore = false>
+template <int BN, int S, int CM, int CN, bool kTmaStore = false, bool kLn = false>
 __global__ void __launch_bounds__(kThreads, 1)
     ws_gemm_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb,
                    const __grid_constant__ CUtensorMap to, const Epilogue e) {
@@ -294,8 +398,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int c = wg - 1, lt = tid % 128, warp = lt / 32, lane = lt % 32;
-    for (int i = 8 * (tid - 128); i < e.N; i += 8 * 256)
+    for (int i = 8 * (tid - 128); i < e.N; i += 8 * 256) {
       *reinterpret_cast<uint4*>(bias_s + i) = __ldg(reinterpret_cast<const uint4*>(e.bias + i));
+      if constexpr (kLn) {
+        *reinterpret_cast<uint4*>(bias_s + kMaxLnN + i) = __ldg(reinterpret_cast<const uint4*>(e.gamma + i));
+        *reinterpret_cast<uint4*>(bias_s + 2 * kMaxLnN + i) = __ldg(reinterpret_cast<const uint4*>(e.beta + i));
+      }
+    }
     asm volatile("bar.sync 1, 256;\n" ::: "memory");  // the two consumer warpgroups
     float acc[BN / 2];
     int it = 0;
@@ -337,7 +446,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
       }
-      if (e.gelu) round_block<BN, kTmaStore, true>(acc, e, bias_s, m0, n0, c, warp, lane, stg);
+      if constexpr (kLn) ln_block<BN>(acc, e, bias_s, bias_s + kMaxLnN, bias_s + 2 * kMaxLnN, m0, n0, c, warp, lane, lt);
+      else if (e.gelu) round_block<BN, kTmaStore, true>(acc, e, bias_s, m0, n0, c, warp, lane, stg);
       else round_block<BN, kTmaStore, false>(acc, e, bias_s, m0, n0, c, warp, lane, stg);
       if constexpr (kTmaStore) {
         // The boxes written by ordinary stores are read by the copy engine: proxy fence, then one
@@ -371,16 +481,18 @@ struct Shape {
 struct Variant {
   const char* name;
   int bn, cm, cn;
+  bool ln;  // the LayerNorm epilogue: timed against cuBLASLt + ingot's LayerNorm kernel
   // Launches the variant on `blocks` CTAs (0: as many as the GPU holds at once); false when the
   // shape does not divide into its cluster tiles.
   bool (*launch)(const Shape&, const __half*, const __half*, const Epilogue&, cudaStream_t, int*);
 };
 
-template <int BN, int S, int CM, int CN, bool kTmaStore = false>
+template <int BN, int S, int CM, int CN, bool kTmaStore = false, bool kLn = false>
 bool launch_variant(const Shape& sh, const __half* a, const __half* w, const Epilogue& e, cudaStream_t stream,
                     int* grid_out) {
   constexpr int kCluster = CM * CN;
   if (sh.M % (kBM * CM) || sh.N % (BN * CN) || sh.K % kBK || sh.N > kMaxBias) return false;
+  if (kLn && (sh.N > kMaxLnN || !sh.residual || CM * CN != 1 || kTmaStore)) return false;
   const size_t smem = 1024 + size_t(S) * (kBM + BN) * kBK * 2 + (kTmaStore ? size_t(kBM) * BN * 2 : 0);
   static int grid = 0;
   static CUtensorMap ta{}, tb{}, to{};
@@ -388,7 +500,7 @@ bool launch_variant(const Shape& sh, const __half* a, const __half* w, const Epi
   // address can come back for the next shape).
   static const void* maps_for[3] = {nullptr, nullptr, nullptr};
   static int shape_for[3] = {0, 0, 0};
-  auto* kernel = ws_gemm_kernel<BN, S, CM, CN, kTmaStore>;
+  auto* kernel = ws_gemm_kernel<BN, S, CM, CN, kTmaStore, kLn>;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = kCluster, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
@@ -417,6 +529,7 @@ bool launch_variant(const Shape& sh, const __half* a, const __half* w, const Epi
     shape_for[0] = sh.M, shape_for[1] = sh.N, shape_for[2] = sh.K;
   }
   const int tiles = (sh.M / (kBM * CM)) * (sh.N / (BN * CN));
+  if (kLn && tiles > grid) return false;  // the row blocks' CTAs wait for each other: all resident
   cfg.gridDim = dim3(std::min(grid / kCluster, tiles) * kCluster);
   if (grid_out) *grid_out = int(cfg.gridDim.x);
   CK(cudaLaunchKernelEx(&cfg, kernel, ta, tb, to, e));
@@ -424,14 +537,15 @@ bool launch_variant(const Shape& sh, const __half* a, const __half* w, const Epi
 }
 
 const Variant kVariants[] = {
-    {"128x192 1x1", 192, 1, 1, launch_variant<192, 5, 1, 1>},
-    {"128x192 2x1", 192, 2, 1, launch_variant<192, 5, 2, 1>},
-    {"128x192 1x2", 192, 1, 2, launch_variant<192, 5, 1, 2>},
-    {"128x192 2x2", 192, 2, 2, launch_variant<192, 5, 2, 2>},
-    {"128x256 2x1", 256, 2, 1, launch_variant<256, 4, 2, 1>},
-    {"128x128 2x1", 128, 2, 1, launch_variant<128, 6, 2, 1>},
-    {"128x192 1x1 T", 192, 1, 1, launch_variant<192, 4, 1, 1, true>},
-    {"128x192 2x1 T", 192, 2, 1, launch_variant<192, 4, 2, 1, true>},
+    {"128x192 1x1", 192, 1, 1, false, launch_variant<192, 5, 1, 1>},
+    {"128x192 2x1", 192, 2, 1, false, launch_variant<192, 5, 2, 1>},
+    {"128x192 1x2", 192, 1, 2, false, launch_variant<192, 5, 1, 2>},
+    {"128x192 2x2", 192, 2, 2, false, launch_variant<192, 5, 2, 2>},
+    {"128x256 2x1", 256, 2, 1, false, launch_variant<256, 4, 2, 1>},
+    {"128x128 2x1", 128, 2, 1, false, launch_variant<128, 6, 2, 1>},
+    {"128x192 1x1 T", 192, 1, 1, false, launch_variant<192, 4, 1, 1, true>},
+    {"128x192 2x1 T", 192, 2, 1, false, launch_variant<192, 4, 2, 1, true>},
+    {"128x192 1x1 LN", 192, 1, 1, true, launch_variant<192, 5, 1, 1, false, true>},
 };
 
 template <class F>
@@ -505,10 +619,37 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
   CK(cudaStreamSynchronize(s));
   const std::vector<__half> want = download(ref, size_t(M) * N);
   const double flop = 2.0 * M * N * K;
+
+  // The LayerNorm variants' reference: the same product, then ingot's LayerNorm kernel.
+  const bool ln_shape = sh.residual && N <= kMaxLnN;
+  std::vector<__half> G(N), Be(N), want_ln;
+  for (auto& v : G) v = __float2half(1.f + 0.2f * nd(rng));
+  for (auto& v : Be) v = __float2half(0.1f * nd(rng));
+  __half *dG = upload(G), *dBe = upload(Be), *href = nullptr;
+  float2* part = nullptr;
+  unsigned* count = nullptr;
+  ingot::cuda::RowNormLaunch norm;
+  if (ln_shape) {
+    CK(cudaMalloc(&href, size_t(M) * N * 2));
+    CK(cudaMalloc(&part, size_t(M) * 8 * sizeof(float2)));  // column blocks of at least 96
+    CK(cudaMalloc(&count, size_t(M / kBM) * sizeof(unsigned)));
+    CK(cudaMemset(count, 0, size_t(M / kBM) * sizeof(unsigned)));
+    norm.dtype = norm.param_dtype = ingot::DType::kFloat16;
+    norm.x = ref, norm.gamma = dG, norm.beta = dBe, norm.y = href;
+    norm.rows = norm.x_period = M, norm.d = N, norm.epsilon = 1e-12f, norm.sm_count = handles.sm_count;
+    CK(ingot::cuda::launch_row_norm(norm, s));
+    CK(cudaStreamSynchronize(s));
+    want_ln = download(href, size_t(M) * N);
+  }
+  auto baseline_ln = [&] {
+    baseline();
+    CK(ingot::cuda::launch_row_norm(norm, s));
+  };
   unsigned long long* trace = nullptr;
   if (std::getenv("WS_TRACE")) CK(cudaMalloc(&trace, 528 * sizeof(unsigned long long)));
   const char* fast = std::getenv("WS_FAST_TANH");
-  const Epilogue e{dB, dR, mine, M, N, K, sh.gelu ? 1 : 0, mode, trace, fast && std::string(fast) == "1" ? 1 : 0};
+  const Epilogue e{dB, dR, mine, M, N, K, sh.gelu ? 1 : 0, mode, trace, fast && std::string(fast) == "1" ? 1 : 0,
+                   dG, dBe, part, count, 1e-12f};
 
   // float64 reference of sampled rows, to say which of the two is off when they disagree.
   auto exact = [&](int r, int n) {
@@ -519,6 +660,17 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
     if (sh.gelu) x = 0.5 * x * (1 + std::tanh(0.7978845608 * (x + 0.044715 * x * x * x)));
     return x;
   };
+  // float64 LayerNorm of row r of the float16-rounded product, for the LayerNorm variants.
+  auto exact_ln = [&](int r) {
+    std::vector<double> v(N), y(N);
+    double mean = 0, var = 0;
+    for (int n = 0; n < N; ++n) v[n] = __half2float(__float2half(float(exact(r, n)))), mean += v[n];
+    mean /= N;
+    for (int n = 0; n < N; ++n) var += (v[n] - mean) * (v[n] - mean);
+    const double inv = 1.0 / std::sqrt(var / N + 1e-12);
+    for (int n = 0; n < N; ++n) y[n] = (v[n] - mean) * inv * __half2float(G[n]) + __half2float(Be[n]);
+    return y;
+  };
   double base_err = 0;
   for (int r = 0; r < M; r += 97)
     for (int n = 0; n < N; n += 7) base_err = std::max(base_err, std::fabs(double(__half2float(want[size_t(r) * N + n])) - exact(r, n)));
@@ -527,6 +679,8 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
   for (int vi = 0; vi < int(std::size(kVariants)); ++vi) {
     const Variant& v = kVariants[vi];
     if (only_variant >= 0 && vi != only_variant) continue;
+    if (v.ln && !ln_shape) continue;
+    const std::vector<__half>& ref_out = v.ln ? want_ln : want;
     CK(cudaMemset(mine, 0xFF, size_t(M) * N * 2));  // NaN: an unwritten element fails the check
     int grid = 0;
     if (!v.launch(sh, dA, dWt, e, s, &grid)) continue;
@@ -548,17 +702,30 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
     double worst = 0, err = 0;
     size_t bad = 0;
     for (size_t i = 0; i < got.size(); ++i) {
-      const float x = __half2float(got[i]), y = __half2float(want[i]);
+      const float x = __half2float(got[i]), y = __half2float(ref_out[i]);
       const float tol = 2.f * std::max(std::fabs(y), 1.f) / 1024.f;  // two float16 ulps
       if (!(std::fabs(x - y) <= tol)) ++bad;
       if (x == x) worst = std::max(worst, double(std::fabs(x - y)));
       else worst = INFINITY;
     }
-    for (int r = 0; r < M; r += 97)
-      for (int n = 0; n < N; n += 7) err = std::max(err, std::fabs(double(__half2float(got[size_t(r) * N + n])) - exact(r, n)));
+    double ref_err = base_err;
+    if (v.ln) {
+      ref_err = 0;
+      for (int r = 0; r < M; r += 97) {
+        const std::vector<double> y = exact_ln(r);
+        for (int n = 0; n < N; ++n) {
+          err = std::max(err, std::fabs(double(__half2float(got[size_t(r) * N + n])) - y[n]));
+          ref_err = std::max(ref_err, std::fabs(double(__half2float(want_ln[size_t(r) * N + n])) - y[n]));
+        }
+      }
+    } else {
+      for (int r = 0; r < M; r += 97)
+        for (int n = 0; n < N; n += 7) err = std::max(err, std::fabs(double(__half2float(got[size_t(r) * N + n])) - exact(r, n)));
+    }
     float tb = 0, tm = 0;
     for (int round = 0; round < (time ? 3 : 0); ++round) {
-      tb += chain_us(s, 10, baseline);
+      if (v.ln) tb += chain_us(s, 10, baseline_ln);
+      else tb += chain_us(s, 10, baseline);
       tm += chain_us(s, 10, [&] { v.launch(sh, dA, dWt, e, s, nullptr); });
     }
     tb /= 3, tm /= 3;
@@ -567,11 +734,13 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
     ok &= right;
     printf("%-5s %5dx%5dx%5d %-12s grid %3d: cuBLASLt %6.2f us (%4.0f TF/s) | own %6.2f us (%4.0f TF/s) %5.2fx | "
            "max |own - cuBLASLt| %.3g (%zu beyond 2 ulps), vs float64 own %.3g cuBLASLt %.3g%s\n",
-           sh.name, M, N, K, v.name, grid, tb, flop / tb / 1e6, tm, flop / tm / 1e6, tb / tm, worst, bad, err, base_err,
+           sh.name, M, N, K, v.name, grid, tb, flop / tb / 1e6, tm, flop / tm / 1e6, tb / tm, worst, bad, err, ref_err,
            right ? "" : "  WRONG");
   }
-  for (__half* p : {dA, dW, dWt, dB, dR, ref, mine})
+  for (__half* p : {dA, dW, dWt, dB, dR, ref, mine, dG, dBe, href})
     if (p) CK(cudaFree(p));
+  if (part) CK(cudaFree(part));
+  if (count) CK(cudaFree(count));
   return ok;
 }
 
