@@ -22,7 +22,6 @@
 //   gemm_ln_bench        one line per shape and variant; exits 1 when h is wrong
 #include <cublasLt.h>
 #include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -32,87 +31,34 @@
 #include <random>
 #include <vector>
 
+#include "backends/cuda/bulk_copy.cuh"
+#include "backends/cuda/cuda_tensor_map.h"
 #include "backends/cuda/lt_gemm.h"
+#include "backends/cuda/mma_sync.cuh"  // smem_addr
 #include "backends/cuda/norm_impl.h"
 #include "backends/cuda/wgmma.cuh"
+#include "cuda_bench_util.cuh"
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 #define LK(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { printf("%s:%d cublas %d\n", __FILE__, __LINE__, int(s_)); exit(1); } } while (0)
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t ok = 0;
-  do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
-  } while (!ok);
-}
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int x, int y) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-               ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar) : "memory");
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+using namespace ingot::bench;
+using ingot::cuda::smem_addr;
+using ingot::cuda::sw128_desc;
 
-// K-major operand, rows of 64 halves (128 bytes) swizzled in 8-row (1024-byte) atoms.
-__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr) {
-  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
-}
-
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  if (!fn) {
-    cudaDriverEntryPointQueryResult q;
-    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&fn), 12000, cudaEnableDefault, &q));
-    if (!fn) { printf("no cuTensorMapEncodeTiled\n"); exit(1); }
-  }
-  return fn;
-}
-// Row-major [rows, cols] fp16, boxes of box_rows x 64.
+// Row-major [rows, cols] fp16, 128-byte-swizzled boxes of box_rows x 64.
 CUtensorMap make_map(const __half* p, int rows, int cols, int box_rows) {
   CUtensorMap m;
-  cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-  cuuint64_t strides[1] = {cuuint64_t(cols) * 2};
-  cuuint32_t box[2] = {64, cuuint32_t(box_rows)};
-  cuuint32_t es[2] = {1, 1};
-  CUresult r = encode_fn()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<__half*>(p), dims, strides, box, es,
-                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) { printf("encode failed %d\n", int(r)); exit(1); }
+  if (!ingot::cuda::encode_tensor_map(&m, ingot::DType::kFloat16, p, rows, cols, cols, box_rows, 64, true)) {
+    printf("tensor map refused\n");
+    exit(1);
+  }
   return m;
 }
 
-
 constexpr int kN = 768, kBK = 64;
 
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r; asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r)); return r;
-}
-__device__ __forceinline__ uint32_t mapa(uint32_t addr, uint32_t rank) {
-  uint32_t r; asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank)); return r;
-}
 __device__ __forceinline__ float ld_cluster(uint32_t addr) {
   float v; asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory"); return v;
-}
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbar_arrive_cluster(uint32_t remote_bar) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote_bar) : "memory");
-}
-__device__ __forceinline__ void tma_load_2d_mc(uint32_t dst, const CUtensorMap* map, uint32_t bar, int x, int y, uint16_t mask) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
-               ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
 }
 
 struct LnArgs {
@@ -143,8 +89,8 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
   constexpr uint32_t kEmptyArrivals = kMcast ? 2 * kCluster : 2;  // one per consumer warpgroup (of every CTA)
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
-      mbar_init(smem_u32(&bars[s]), 1);
-      mbar_init(smem_u32(&bars[S + s]), kEmptyArrivals);
+      bar_init(smem_addr(&bars[s]), 1);
+      bar_init(smem_addr(&bars[S + s]), kEmptyArrivals);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -156,18 +102,18 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
       const uint32_t rank = kMcast ? cluster_rank() : 0;
       for (int kt = 0; kt < KT; ++kt) {
         const int s = kt % S;
-        if (kt >= S) mbar_wait(smem_u32(&bars[S + s]), ((kt / S) - 1) & 1);
-        const uint32_t full = smem_u32(&bars[s]);
-        mbar_expect_tx(full, kABytes + kBBytes);
+        if (kt >= S) bar_wait(smem_addr(&bars[S + s]), ((kt / S) - 1) & 1);
+        const uint32_t full = smem_addr(&bars[s]);
+        ingot::cuda::mbar_expect_tx(full, kABytes + kBBytes);
         if constexpr (kMcast) {
           constexpr int kSlice = kBM / kCluster;
           static_assert(kSlice % 8 == 0 && kSlice * kCluster == kBM, "A slices of whole 8-row swizzle atoms");
-          tma_load_2d_mc(smem_u32(as + s * kABytes + rank * kSlice * 128), &ta, full, kt * kBK, m0 + rank * kSlice,
-                         uint16_t((1u << kCluster) - 1));
+          ingot::cuda::tensor_copy_multicast(smem_addr(as + s * kABytes + rank * kSlice * 128), &ta, kt * kBK,
+                                             m0 + rank * kSlice, full, uint16_t((1u << kCluster) - 1));
         } else {
-          tma_load_2d(smem_u32(as + s * kABytes), &ta, full, kt * kBK, m0);
+          ingot::cuda::tensor_copy(smem_addr(as + s * kABytes), &ta, kt * kBK, m0, full);
         }
-        tma_load_2d(smem_u32(bs + s * kBBytes), &tb, full, kt * kBK, n0);
+        ingot::cuda::tensor_copy(smem_addr(bs + s * kBBytes), &tb, kt * kBK, n0, full);
       }
     }
     cluster_sync();  // the epilogue's three cluster barriers
@@ -180,27 +126,27 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
   float acc[kBN / 2];  // written by the first product (zeroing it made ptxas serialize every wgmma: C7515)
   for (int kt = 0; kt < KT; ++kt) {
     const int s = kt % S;
-    mbar_wait(smem_u32(&bars[s]), (kt / S) & 1);
-    wgmma_fence();
-    const uint32_t a0 = smem_u32(as + s * kABytes) + wg * 64 * 128, b0 = smem_u32(bs + s * kBBytes);
+    bar_wait(smem_addr(&bars[s]), (kt / S) & 1);
+    ingot::cuda::wgmma_fence();
+    const uint32_t a0 = smem_addr(as + s * kABytes) + wg * 64 * 128, b0 = smem_addr(bs + s * kBBytes);
 #pragma unroll
     for (int k = 0; k < kBK / 16; ++k)
-      ingot::cuda::wgmma_ss_wide<__half, kBN>(acc, desc_sw128(a0 + k * 32), desc_sw128(b0 + k * 32), kt > 0 || k > 0);
-    wgmma_commit();
-    wgmma_wait<1>();
+      ingot::cuda::wgmma_ss_wide<__half, kBN>(acc, sw128_desc(a0 + k * 32), sw128_desc(b0 + k * 32), kt > 0 || k > 0);
+    ingot::cuda::wgmma_commit();
+    ingot::cuda::wgmma_wait<1>();
     // A warpgroup's wgmma is one operation: once any of its warps has waited for it, the stage's
     // reads are done. Warp i of the warpgroup tells CTA i of the cluster (without multicast:
     // warp 0 its own CTA).
     if (kt > 0 && lane == 0) {
-      const uint32_t e = smem_u32(&bars[S + (kt - 1) % S]);
+      const uint32_t e = smem_addr(&bars[S + (kt - 1) % S]);
       if (kMcast) {
-        if ((warp & 3) < kCluster) mbar_arrive_cluster(mapa(e, warp & 3));
+        if ((warp & 3) < kCluster) bar_arrive_cluster(cluster_addr(e, warp & 3));
       } else if ((warp & 3) == 0) {
-        mbar_arrive(e);
+        bar_arrive(e);
       }
     }
   }
-  wgmma_wait<0>();
+  ingot::cuda::wgmma_wait<0>();
 
   // Epilogue. v = fp16(acc + bias + residual) as the unfused product stores it; then the row's mean
   // and centered variance over the cluster's 768 columns; h = (v - mean) * inv * gamma + beta.
@@ -230,9 +176,9 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
 #pragma unroll
   for (int r2 = 0; r2 < 2; ++r2) {
     float t = 0.f;
-    const uint32_t a = smem_u32(&part[lr0 + r2 * 8]);
+    const uint32_t a = smem_addr(&part[lr0 + r2 * 8]);
 #pragma unroll
-    for (int r = 0; r < kCluster; ++r) t += ld_cluster(mapa(a, r));
+    for (int r = 0; r < kCluster; ++r) t += ld_cluster(cluster_addr(a, r));
     mean[r2] = t / float(kN);
   }
 #pragma unroll
@@ -253,9 +199,9 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
 #pragma unroll
   for (int r2 = 0; r2 < 2; ++r2) {
     float t = 0.f;
-    const uint32_t a = smem_u32(&part[kBM + lr0 + r2 * 8]);
+    const uint32_t a = smem_addr(&part[kBM + lr0 + r2 * 8]);
 #pragma unroll
-    for (int r = 0; r < kCluster; ++r) t += ld_cluster(mapa(a, r));
+    for (int r = 0; r < kCluster; ++r) t += ld_cluster(cluster_addr(a, r));
     inv[r2] = 1.0f / sqrtf(t / float(kN) + g.eps);
   }
 #pragma unroll
@@ -307,29 +253,6 @@ struct Baseline {
   void layer_norm() { CK(ingot::cuda::launch_row_norm(norm, handles.stream)); }
 };
 
-template <class F>
-float chain_us(cudaStream_t s, int reps, F launch) {
-  cudaGraph_t g; cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < reps; ++i) launch();
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 5; ++i) CK(cudaGraphLaunch(ge, s));
-  std::vector<float> t;
-  for (int i = 0; i < 100; ++i) {
-    CK(cudaEventRecord(e0, s)); CK(cudaGraphLaunch(ge, s)); CK(cudaEventRecord(e1, s)); CK(cudaEventSynchronize(e1));
-    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); t.push_back(ms * 1000.f / reps);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-__half* dev(const std::vector<__half>& h) {
-  __half* d; CK(cudaMalloc(&d, h.size() * 2)); CK(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice)); return d;
-}
-
 template <int S, bool kMcast, int kBN>
 void launch_mine(const CUtensorMap& ta, const CUtensorMap& tb, const LnArgs& a, cudaStream_t s) {
   constexpr int kBM = 128, kCluster = kN / kBN;
@@ -364,7 +287,7 @@ bool run_case(const char* name, int M, int K, cudaStream_t s) {
   for (auto& v : R) v = __float2half(nd(rng) + 0.3f);
   for (auto& v : G) v = __float2half(1.f + 0.2f * nd(rng));
   for (auto& v : Be) v = __float2half(0.1f * nd(rng));
-  __half *dA = dev(A), *dW = dev(W), *dWt = dev(Wt), *dB = dev(B), *dR = dev(R), *dG = dev(G), *dBe = dev(Be), *y, *h1, *h2;
+  __half *dA = upload(A), *dW = upload(W), *dWt = upload(Wt), *dB = upload(B), *dR = upload(R), *dG = upload(G), *dBe = upload(Be), *y, *h1, *h2;
   CK(cudaMalloc(&y, size_t(M) * N * 2)); CK(cudaMalloc(&h1, size_t(M) * N * 2)); CK(cudaMalloc(&h2, size_t(M) * N * 2));
   Baseline base(s, dA, dW, dB, dR, y, dG, dBe, h1, M, K);
   const CUtensorMap ta = make_map(dA, M, K, kMcast ? kBM / kCluster : kBM), tb = make_map(dWt, N, K, kBN);

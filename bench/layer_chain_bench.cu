@@ -34,8 +34,8 @@
 #include "backends/cuda/gemm_split_k.h"
 #include "backends/cuda/lt_gemm.h"
 #include "backends/cuda/norm_impl.h"
+#include "cuda_bench_util.cuh"
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
 namespace {
 
@@ -47,10 +47,7 @@ __half* random_device(size_t n, float scale, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-scale, scale);
   std::vector<__half> h(n);
   for (auto& v : h) v = __float2half(u(rng));
-  __half* d;
-  CK(cudaMalloc(&d, n * 2));
-  CK(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice));
-  return d;
+  return ingot::bench::upload(h);
 }
 
 struct Layer {
@@ -150,21 +147,7 @@ int main() {
     return 1;
   }
   CK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 10; ++i) CK(cudaGraphLaunch(exec, s));
-  std::vector<float> t;
-  for (int i = 0; i < 200; ++i) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(exec, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms * 1000.f / kLayers);
-  }
-  std::sort(t.begin(), t.end());
+  const std::vector<float> t = ingot::bench::replay_times_us(exec, s, 10, 200, float(kLayers));
   std::vector<__half> out(size_t(kRows) * kHidden);
   CK(cudaMemcpy(out.data(), hid, out.size() * 2, cudaMemcpyDeviceToHost));
   double checksum = 0;

@@ -56,52 +56,28 @@
 #include "backends/cuda/norm_impl.h"
 #include "backends/cuda/pointwise_activation.cuh"
 #include "backends/cuda/wgmma.cuh"
+#include "cuda_bench_util.cuh"
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
 namespace {
 
+using namespace ingot::bench;
 using ingot::cuda::smem_addr;
 using ingot::cuda::sw128_desc;
 
 constexpr int kBM = 128, kBK = 64, kThreads = 384, kMaxBias = 4096;
 constexpr int kMaxLnN = 1024;  // LayerNorm variants: gamma and beta beside the bias in shared memory
 
-__device__ __forceinline__ void bar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  } while (!done);
-}
-// Arrive on the barrier at the same offset in CTA `rank` of the cluster (the CTA itself included).
-// Without a cluster, a plain arrive. Release at cluster scope costs a memory barrier (ERRBAR and
-// CGAERRBAR in the SASS) that held back every stage's release: with it the copies alone of FFN 2
-// (1x1) took 49-54 us, without it 26 (H200).
+// Arrive on the barrier at the same offset in CTA `rank` of the cluster (the CTA itself included;
+// without a cluster, a plain arrive). Release at CTA scope either way: the stage's readers (wgmma)
+// have completed, and release at cluster scope costs a memory barrier (ERRBAR and CGAERRBAR in the
+// SASS) that held back every stage: with it the copies alone of FFN 2 (1x1) took 49-54 us,
+// without it 26 (H200).
 template <int kCluster>
 __device__ __forceinline__ void bar_arrive_in(uint32_t bar, uint32_t rank) {
-  if constexpr (kCluster == 1) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-    return;
-  }
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
-  // Release at CTA scope, as a local arrive: the stage's readers (wgmma) have completed, and
-  // release at cluster scope cost the same memory barrier as above, on every stage.
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+  if constexpr (kCluster == 1) bar_arrive(bar);
+  else bar_arrive_cluster(cluster_addr(bar, rank));
 }
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
 struct Epilogue {
   const __half* bias;      // [N]
   const __half* residual;  // [M, N] or null
@@ -480,10 +456,10 @@ struct Shape {
 
 struct Variant {
   const char* name;
-  int bn, cm, cn;
   bool ln;  // the LayerNorm epilogue: timed against cuBLASLt + ingot's LayerNorm kernel
-  // Launches the variant on `blocks` CTAs (0: as many as the GPU holds at once); false when the
-  // shape does not divide into its cluster tiles.
+  // Launches the variant on as many CTAs as the GPU holds at once (at most one a tile), telling
+  // how many through the last argument when it is not null; false when the variant does not take
+  // the shape.
   bool (*launch)(const Shape&, const __half*, const __half*, const Epilogue&, cudaStream_t, int*);
 };
 
@@ -537,58 +513,16 @@ bool launch_variant(const Shape& sh, const __half* a, const __half* w, const Epi
 }
 
 const Variant kVariants[] = {
-    {"128x192 1x1", 192, 1, 1, false, launch_variant<192, 5, 1, 1>},
-    {"128x192 2x1", 192, 2, 1, false, launch_variant<192, 5, 2, 1>},
-    {"128x192 1x2", 192, 1, 2, false, launch_variant<192, 5, 1, 2>},
-    {"128x192 2x2", 192, 2, 2, false, launch_variant<192, 5, 2, 2>},
-    {"128x256 2x1", 256, 2, 1, false, launch_variant<256, 4, 2, 1>},
-    {"128x128 2x1", 128, 2, 1, false, launch_variant<128, 6, 2, 1>},
-    {"128x192 1x1 T", 192, 1, 1, false, launch_variant<192, 4, 1, 1, true>},
-    {"128x192 2x1 T", 192, 2, 1, false, launch_variant<192, 4, 2, 1, true>},
-    {"128x192 1x1 LN", 192, 1, 1, true, launch_variant<192, 5, 1, 1, false, true>},
+    {"128x192 1x1", false, launch_variant<192, 5, 1, 1>},
+    {"128x192 2x1", false, launch_variant<192, 5, 2, 1>},
+    {"128x192 1x2", false, launch_variant<192, 5, 1, 2>},
+    {"128x192 2x2", false, launch_variant<192, 5, 2, 2>},
+    {"128x256 2x1", false, launch_variant<256, 4, 2, 1>},
+    {"128x128 2x1", false, launch_variant<128, 6, 2, 1>},
+    {"128x192 1x1 T", false, launch_variant<192, 4, 1, 1, true>},
+    {"128x192 2x1 T", false, launch_variant<192, 4, 2, 1, true>},
+    {"128x192 1x1 LN", true, launch_variant<192, 5, 1, 1, false, true>},
 };
-
-template <class F>
-float chain_us(cudaStream_t s, int reps, F launch) {
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < reps; ++i) launch();
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 5; ++i) CK(cudaGraphLaunch(ge, s));
-  std::vector<float> t;
-  for (int i = 0; i < 100; ++i) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms * 1000.f / float(reps));
-  }
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-__half* upload(const std::vector<__half>& h) {
-  __half* d;
-  CK(cudaMalloc(&d, h.size() * 2));
-  CK(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
-  return d;
-}
-std::vector<__half> download(const __half* d, size_t n) {
-  std::vector<__half> h(n);
-  CK(cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost));
-  return h;
-}
 
 bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handles, int only_variant, bool time,
                int mode) {
