@@ -74,23 +74,6 @@ inline std::vector<__half> download(const __half* d, size_t n) {
   return h;
 }
 
-// mbarriers that complete many times (pipelines: bulk_copy.cuh's complete once, with one arrival).
-__device__ __forceinline__ void bar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-// Until the phase of this parity has completed.
-__device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
-__device__ __forceinline__ void bar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
 // Arrive on a barrier of another CTA of the cluster (an address from cluster_addr), release at
 // CTA scope.
 __device__ __forceinline__ void bar_arrive_cluster(uint32_t remote_bar) {

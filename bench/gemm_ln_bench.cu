@@ -89,8 +89,8 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
   constexpr uint32_t kEmptyArrivals = kMcast ? 2 * kCluster : 2;  // one per consumer warpgroup (of every CTA)
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
-      bar_init(smem_addr(&bars[s]), 1);
-      bar_init(smem_addr(&bars[S + s]), kEmptyArrivals);
+      ingot::cuda::mbar_init(smem_addr(&bars[s]), 1);
+      ingot::cuda::mbar_init(smem_addr(&bars[S + s]), kEmptyArrivals);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -102,7 +102,7 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
       const uint32_t rank = kMcast ? cluster_rank() : 0;
       for (int kt = 0; kt < KT; ++kt) {
         const int s = kt % S;
-        if (kt >= S) bar_wait(smem_addr(&bars[S + s]), ((kt / S) - 1) & 1);
+        if (kt >= S) ingot::cuda::mbar_wait_parity(smem_addr(&bars[S + s]), ((kt / S) - 1) & 1);
         const uint32_t full = smem_addr(&bars[s]);
         ingot::cuda::mbar_expect_tx(full, kABytes + kBBytes);
         if constexpr (kMcast) {
@@ -126,7 +126,7 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
   float acc[kBN / 2];  // written by the first product (zeroing it made ptxas serialize every wgmma: C7515)
   for (int kt = 0; kt < KT; ++kt) {
     const int s = kt % S;
-    bar_wait(smem_addr(&bars[s]), (kt / S) & 1);
+    ingot::cuda::mbar_wait_parity(smem_addr(&bars[s]), (kt / S) & 1);
     ingot::cuda::wgmma_fence();
     const uint32_t a0 = smem_addr(as + s * kABytes) + wg * 64 * 128, b0 = smem_addr(bs + s * kBBytes);
 #pragma unroll
@@ -142,7 +142,7 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
       if (kMcast) {
         if ((warp & 3) < kCluster) bar_arrive_cluster(cluster_addr(e, warp & 3));
       } else if ((warp & 3) == 0) {
-        bar_arrive(e);
+        ingot::cuda::mbar_arrive(e);
       }
     }
   }

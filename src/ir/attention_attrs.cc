@@ -28,6 +28,9 @@ Expected<AttentionAttrs> parse_attention_attrs(const Node& node) {
   if (residual_rows == "query") a.residual_at_query_rows = true;
   else if (residual_rows != "output")
     return invalid_model("attribute residual_rows '" + residual_rows + "' is not output or query");
+  a.norm_epsilon = node.attrs.get_float("norm_epsilon", 1e-5f);
+  if (!(a.norm_epsilon >= 0))
+    return invalid_model("attribute norm_epsilon is " + std::to_string(a.norm_epsilon) + "; expected >= 0");
   return a;
 }
 

@@ -25,9 +25,13 @@ struct AttentionAttrs {
   // at the query positions are added (the classifier token's residual read in place, without a
   // Gather); default "output": the residual has the output's shape.
   bool residual_at_query_rows = false;
+  // norm_epsilon: the epsilon of the LayerNorm inputs 7 (norm_gamma) and 8 (norm_beta) apply to
+  // the output.
+  float norm_epsilon = 1e-5f;
 };
 
-// Errors name the attribute: num_heads must be positive, mask_kind none, add or bool.
+// Errors name the attribute: num_heads must be positive, mask_kind none, add or bool,
+// norm_epsilon >= 0.
 Expected<AttentionAttrs> parse_attention_attrs(const Node& node);
 
 // The output's query positions for sequence length S: query_rows resolved into [0, S), or every

@@ -39,8 +39,6 @@
 namespace ingot {
 namespace {
 
-constexpr int64_t kMaxLogits = 8;  // the CUDA kernel's widest second product (gemm_impl.h's kSkinnyMaxN)
-
 class HeadMatcher : public ProductChainMatcher {
  public:
   using ProductChainMatcher::ProductChainMatcher;

@@ -29,7 +29,10 @@ class FuseOutputCast : public Pass {
       if (p < 0 || !ed.alive(p) || !is_op(ed.node(p), "FusedMatMul", "ingot")) continue;
       const Node& mm = ed.node(p);
       if (mm.outputs.size() != 1 || mm.attrs.get_int("output_dtype", 0) != 0) continue;
-      if (mm.inputs.size() > 3 && mm.inputs[3] != kNoValue) continue;  // a residual keeps Y in its dtype
+      // A residual or a LayerNorm (inputs 3 to 5) keeps Y in its dtype.
+      bool epilogue_inputs = false;
+      for (size_t k = 3; k < mm.inputs.size(); ++k) epilogue_inputs |= mm.inputs[k] != kNoValue;
+      if (epilogue_inputs) continue;
       DType dt = model.graph.value(half).dtype;
       if (dt == DType::kUndefined && metas && size_t(half) < metas->size() && (*metas)[size_t(half)].known)
         dt = (*metas)[size_t(half)].dtype;

@@ -35,13 +35,14 @@ struct Case {
   // Input 6: none, "output" (the output's shape) or "query" (the whole sequence [B, S, M],
   // read at the query rows: residual_rows "query").
   std::string residual = "none";
+  bool layer_norm = false;  // inputs 7-8 and norm_epsilon: a LayerNorm of Y
   std::string what() const {
     return "B" + std::to_string(B) + " S" + std::to_string(S) + " E" + std::to_string(E) + " H" + std::to_string(H) +
            " mask " + mask_kind + " " + shape_str(mask_shape) + (causal ? " causal" : "") +
            (nan_to_zero ? " nan_to_zero" : "") + (out_proj ? " W_out" : "") + (biases ? " biases" : "") +
            (query_rows.empty() ? "" : " query_rows " + std::to_string(query_rows.size())) +
            (int_mask == DType::kUndefined ? "" : " mask " + dtype_name(int_mask)) +
-           (residual == "none" ? "" : " residual " + residual);
+           (residual == "none" ? "" : " residual " + residual) + (layer_norm ? " LayerNorm" : "");
   }
 };
 
@@ -104,6 +105,15 @@ Model attention_model(const Case& c, const std::map<std::string, Tensor>& w, DTy
     n.inputs.push_back(r);
     if (c.residual == "query") n.attrs.set("residual_rows", string_attr("query"));
   }
+  if (c.layer_norm) {
+    n.inputs.resize(7, kNoValue);
+    for (const char* k : {"norm_gamma", "norm_beta"}) {
+      ValueId id = value(k, dt);
+      g.initializers[id] = w.at(k);
+      n.inputs.push_back(id);
+    }
+    n.attrs.set("norm_epsilon", float_attr(1e-5f));
+  }
   n.attrs.set("num_heads", int_attr(c.H));
   n.attrs.set("scale", float_attr(c.scale));
   n.attrs.set("causal", int_attr(c.causal));
@@ -132,6 +142,10 @@ void run_case(const Case& c, DType dt, double atol, double rtol, const MaskFill&
   if (c.out_proj) {
     w["W_out"] = random_of(dt, {N, c.M}, 3, -wo, wo);
     if (c.biases) w["b_out"] = random_of(dt, {c.M}, 4, -0.5, 0.5);
+  }
+  if (c.layer_norm) {
+    w["norm_gamma"] = random_of(dt, {c.M}, 8, 0.5, 1.5);
+    w["norm_beta"] = random_of(dt, {c.M}, 9, -0.5, 0.5);
   }
   std::map<std::string, Tensor> feeds{{"X", random_of(dt, {c.B, c.S, c.E}, 5)}};
   if (c.residual != "none") {
@@ -496,6 +510,25 @@ TEST(CudaAttention, QueryRows) {
     d.mask_kind = "add", d.mask_shape = {3, 1, 1, 130}, d.causal = true;
     run_case(d, dt, tol, tol, padding);
     d.mask_kind = "none", d.out_proj = false;
+    run_case(d, dt, tol, tol);
+  }
+}
+
+// The LayerNorm of Y in the out-projection (inputs 7-8): BERT-base's b32 attention with its
+// residual, which ingot's fused product + LayerNorm kernel takes on a 132-SM Hopper, and shapes
+// the LayerNorm follows as a pass of its own (float32, few rows, no residual, query rows).
+TEST(CudaAttention, LayerNormOfTheOutput) {
+  INGOT_REQUIRE_GPU();
+  for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
+    const double tol = dt == DType::kFloat32 ? 1e-4 : dt == DType::kFloat16 ? 2 * kHalfTol : 2 * kBf16Tol;
+    Case c;
+    c.B = 32, c.S = 128, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {32, 1, 1, 128};
+    c.scale = 0.125f, c.residual = "output", c.layer_norm = true;
+    run_case(c, dt, tol, tol, padding);
+    Case d;
+    d.B = 2, d.S = 9, d.E = 128, d.H = 2, d.M = 96, d.layer_norm = true;
+    run_case(d, dt, tol, tol);
+    d.residual = "output";
     run_case(d, dt, tol, tol);
   }
 }

@@ -13,6 +13,11 @@
 //            6 residual [B, Sq, M] optional, needs W_out: added to the output projection
 //                     (fold_residual_into_product, CUDA engines: there in the GEMM's epilogue);
 //                     [B, S, M] with residual_rows "query": its rows at the query positions
+//            7 norm_gamma [M] optional, needs W_out: the output is the LayerNorm over its last
+//                     axis of y = projection + b_out (+ residual): (y - mean) / sqrt(var +
+//                     norm_epsilon) * gamma + beta, population variance (fold_residual_into_product
+//                     folds a SkipLayerNorm's LayerNorm; CUDA normalises in the epilogue)
+//            8 norm_beta  [M] optional, needs norm_gamma (absent: 0)
 //   attrs    num_heads (int, divides N), scale (float, multiplies Q·Kᵀ), causal (0/1: key j > query
 //            i is masked, without reading any tensor), mask_kind ("none" | "add" | "bool"),
 //            mask_filter_value (float, default -inf), nan_to_zero (0/1: probabilities that are NaN
@@ -22,7 +27,8 @@
 //            query_rows (ints, optional: the query positions whose rows are output, in that order;
 //            negative counts from the end; made by gather_rows_early for a classifier's token),
 //            residual_rows ("output", the default | "query": input 6 is the whole sequence, read
-//            at the query positions — the classifier token's residual without a Gather)
+//            at the query positions — the classifier token's residual without a Gather),
+//            norm_epsilon (float, default 1e-5: the LayerNorm's of inputs 7 and 8)
 //   output   [B, Sq, M] (or [B, Sq, N] without W_out), X's dtype; Sq = S, or query_rows' count.
 //
 // Per head h: P = softmax(scale · Q_h K_hᵀ + mask), context_h = P V_h, heads concatenated along
@@ -48,6 +54,7 @@
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/fused_matmul_util.h"
 #include "backends/cpu/gemm_few_rows.h"
+#include "backends/cpu/row_norm.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
 #include "ir/attention_attrs.h"
@@ -59,7 +66,8 @@ using namespace dnnl_util;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5, kResidual = 6;
+constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5, kResidual = 6, kNormGamma = 7,
+              kNormBeta = 8;
 
 // y[M, N] = x[M, K] · W[K, N] (+ b) on oneDNN (fused_matmul_util's primitives), with W
 // reordered once into the primitive's preferred layout when it is a constant. bf16 (the node's
@@ -218,7 +226,7 @@ class AttentionKernel : public OpKernel {
     const Shape& x = ctx.input_shape(kX);
     if (x.size() != 3) return invalid_argument("input 0 (X) must be [batch, sequence, hidden], got " + shape_str(x));
     INGOT_ASSIGN_OR_RETURN(Dims d, dims(x, ctx.input_shape(kWqkv), ctx.has_input(kWout) ? &ctx.input_shape(kWout) : nullptr));
-    for (int i : {kWqkv, kBqkv, kWout, kBout, kResidual})
+    for (int i : {kWqkv, kBqkv, kWout, kBout, kResidual, kNormGamma, kNormBeta})
       if (ctx.has_input(i) && ctx.input_dtype(i) != t)
         return invalid_argument("input " + std::to_string(i) + " has dtype " + dtype_name(ctx.input_dtype(i)) +
                                 ", X has " + dtype_name(t));
@@ -245,6 +253,13 @@ class AttentionKernel : public OpKernel {
     if (ctx.has_input(kResidual) && (!ctx.has_input(kWout) || ctx.input_shape(kResidual) != residual))
       return invalid_argument("input 6 (residual) has shape " + shape_str(ctx.input_shape(kResidual)) +
                               (ctx.has_input(kWout) ? ", expected " + shape_str(residual) : " but W_out is absent"));
+    if (ctx.has_input(kNormBeta) && !ctx.has_input(kNormGamma))
+      return invalid_model("input 8 (norm_beta) is given without input 7 (norm_gamma)");
+    for (int i : {kNormGamma, kNormBeta})
+      if (ctx.has_input(i) && (!ctx.has_input(kWout) || ctx.input_shape(i) != Shape{d.M}))
+        return invalid_argument("input " + std::to_string(i) + (i == kNormGamma ? " (norm_gamma)" : " (norm_beta)") +
+                                " has shape " + shape_str(ctx.input_shape(i)) +
+                                (ctx.has_input(kWout) ? ", expected [" + std::to_string(d.M) + "]" : " but W_out is absent"));
     ctx.set_output(0, t, out);
     return Status::ok();
   }
@@ -359,6 +374,12 @@ class AttentionKernel : public OpKernel {
             for (int64_t j = 0; j < d.M; ++j) y[o * d.M + j] += rp[src * d.M + j];
           }
         });
+      }
+      if (ctx.has_input(kNormGamma)) {
+        const Tensor gamma = to_f32(ctx.input(kNormGamma));
+        const Tensor beta = ctx.has_input(kNormBeta) ? to_f32(ctx.input(kNormBeta)) : Tensor();
+        cpu::layer_norm_rows(yf.data<float>(), out_rows, d.M, gamma.data<float>(),
+                             beta.defined() ? beta.data<float>() : nullptr, attrs_.norm_epsilon);
       }
       if (!f32) from_f32(yf, Y);
     } else if (!direct) {

@@ -7,6 +7,12 @@
 // Input 3, a residual R of Y's shape (fold_residual_into_product, CUDA engines), makes
 // Y = A x W + bias + R; it needs activation "" and output_dtype 0. Here R is added after the
 // product (CUDA adds it in the GEMM's epilogue).
+// Inputs 4 norm_gamma [N] and 5 norm_beta [N] (optional even with 4; absent: 0) and attribute
+// norm_epsilon (default 1e-5), the LayerNorm of a SkipLayerNorm the same pass folds, make Y the
+// LayerNorm over the last axis of that sum s: (s - mean(s)) / sqrt(var(s) + norm_epsilon) *
+// gamma + beta, population variance; like the residual they need activation "" and
+// output_dtype 0. Here the rows are normalised after the product (row_norm.h,
+// LayerNormalization's arithmetic); CUDA does it in the product's epilogue.
 //
 // Constant weights are reordered once, in prepare(), into a blocked layout (the per-call reorder
 // of plain weights would otherwise cost about as much as a small-M GEMM itself): float32 into
@@ -27,6 +33,7 @@
 #include "backends/cpu/float_kernel_util.h"
 #include "backends/cpu/fused_matmul_util.h"
 #include "backends/cpu/gemm_few_rows.h"
+#include "backends/cpu/row_norm.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
 
@@ -60,9 +67,22 @@ class FusedMatMulKernel : public OpKernel {
     if (out != 0 && out != int64_t(DType::kFloat32))
       return invalid_model("attribute 'output_dtype' = " + std::to_string(out) + " must be 0 (A's dtype) or 1 (float32)");
     float_output_ = out != 0;
-    residual_ = node.inputs.size() > 3 && node.inputs[3] != kNoValue;
+    auto present = [&](size_t i) { return node.inputs.size() > i && node.inputs[i] != kNoValue; };
+    residual_ = present(3);
     if (residual_ && (spec_.act != Activation::kNone || float_output_))
       return invalid_model("input 3 (residual) needs activation \"\" and output_dtype 0");
+    norm_ = present(4);
+    norm_beta_ = present(5);
+    norm_epsilon_ = node.attrs.get_float("norm_epsilon", 1e-5f);
+    if (norm_beta_ && !norm_) return invalid_model("input 5 (norm_beta) is given without input 4 (norm_gamma)");
+    // The LayerNorm normalises the sum itself, in A's dtype: no activation in between, no widened output.
+    if (norm_ && spec_.act != Activation::kNone)
+      return invalid_model("attribute 'activation' = '" + a + "' with input 4 (norm_gamma): the LayerNorm needs activation \"\"");
+    if (norm_ && float_output_)
+      return invalid_model("attribute 'output_dtype' = " + std::to_string(out) +
+                           " with input 4 (norm_gamma): the LayerNorm needs output_dtype 0");
+    if (norm_ && !(norm_epsilon_ >= 0))
+      return invalid_model("attribute 'norm_epsilon' = " + std::to_string(norm_epsilon_) + " must be >= 0");
     return Status::ok();
   }
 
@@ -86,15 +106,17 @@ class FusedMatMulKernel : public OpKernel {
   }
 
   Status infer(InferContext& ctx) const override {
-    if (ctx.num_inputs() < 2 || ctx.num_inputs() > 4 || !ctx.has_input(0) || !ctx.has_input(1))
-      return invalid_model("needs 2 to 4 inputs (A, W, bias, residual), got " + std::to_string(ctx.num_inputs()));
+    if (ctx.num_inputs() < 2 || ctx.num_inputs() > 6 || !ctx.has_input(0) || !ctx.has_input(1))
+      return invalid_model("needs 2 to 6 inputs (A, W, bias, residual, norm_gamma, norm_beta), got " +
+                           std::to_string(ctx.num_inputs()));
     const DType t = ctx.input_dtype(0);
     if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16)
       return unsupported("input 0 (A) has dtype " + dtype_name(t) + "; FusedMatMul supports float32, float16 and bfloat16");
-    for (int i = 1; i < 4; ++i)
+    static const char* const names[] = {"A", "W", "bias", "residual", "norm_gamma", "norm_beta"};
+    for (int i = 1; i < ctx.num_inputs(); ++i)
       if (ctx.has_input(i) && ctx.input_dtype(i) != t)
-        return invalid_argument("input " + std::to_string(i) + " has dtype " + dtype_name(ctx.input_dtype(i)) +
-                                ", A has " + dtype_name(t));
+        return invalid_argument("input " + std::to_string(i) + " (" + names[i] + ") has dtype " +
+                                dtype_name(ctx.input_dtype(i)) + ", A has " + dtype_name(t));
     if (ctx.has_input(2) != spec_.bias) return internal_error("bias presence differs from the node's inputs");
     const Shape& a = ctx.input_shape(0);
     const Shape& w = ctx.input_shape(1);
@@ -112,6 +134,12 @@ class FusedMatMulKernel : public OpKernel {
     if (residual_ && ctx.input_shape(3) != out)
       return invalid_argument("input 3 (residual) has shape " + shape_str(ctx.input_shape(3)) + ", Y has " +
                               shape_str(out));
+    if (ctx.has_input(4) != norm_ || ctx.has_input(5) != norm_beta_)
+      return internal_error("norm_gamma/norm_beta presence differs from the node's inputs");
+    for (int i : {4, 5})
+      if (ctx.has_input(i) && ctx.input_shape(i) != Shape{w[1]})
+        return invalid_argument("input " + std::to_string(i) + " (" + names[i] + ") has shape " +
+                                shape_str(ctx.input_shape(i)) + ", expected [" + std::to_string(w[1]) + "] (W's columns)");
     ctx.set_output(0, float_output_ ? DType::kFloat32 : t, out);
     return Status::ok();
   }
@@ -126,12 +154,20 @@ class FusedMatMulKernel : public OpKernel {
  private:
   Status do_compute(ComputeContext& ctx) const {
     INGOT_RETURN_IF_ERROR(product(ctx));
-    if (!residual_) return Status::ok();
-    float* y = ctx.output(0).data<float>();
-    const float* r = ctx.input(3).data<float>();
-    parallel_for(ctx.output(0).numel(), 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) y[i] += r[i];
-    });
+    Tensor& Y = ctx.output(0);
+    if (Y.numel() == 0) return Status::ok();
+    float* y = Y.data<float>();
+    if (residual_) {
+      const float* r = ctx.input(3).data<float>();
+      parallel_for(Y.numel(), 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] += r[i];
+      });
+    }
+    if (norm_) {
+      const int64_t n = ctx.input(1).dim(1);
+      cpu::layer_norm_rows(y, Y.numel() / n, n, ctx.input(4).data<float>(),
+                           norm_beta_ ? ctx.input(5).data<float>() : nullptr, norm_epsilon_);
+    }
     return Status::ok();
   }
 
@@ -232,6 +268,9 @@ class FusedMatMulKernel : public OpKernel {
   Spec spec_;
   bool float_output_ = false;  // output_dtype = float32
   bool residual_ = false;      // input 3 is given
+  bool norm_ = false;          // input 4 (norm_gamma) is given: Y is LayerNorm'd
+  bool norm_beta_ = false;     // input 5 (norm_beta) is given
+  float norm_epsilon_ = 1e-5f;
   // precision bf16 where bf16 products do not pay (bf16_products.h): float32 products, except
   // that few-row ones read bf16 weights (packed_few_), half the bytes of their stream.
   bool narrow_bf16_ = false;

@@ -5,7 +5,10 @@
 //   2. context = softmax(scale · Q Kᵀ + mask) V per head, flash style (attention.cu), read from qkv
 //      and written head-interleaved into [B*S, N] without transposes
 //   3. Y = context · W_out + b_out (+ R)   a second GEMM (without W_out the context is Y itself); a
-//                                          residual R (input 6) is its C, added in the epilogue
+//                                          residual R (input 6) is its C, added in the epilogue;
+//                                          a LayerNorm of Y (inputs 7-8, norm_epsilon) goes into
+//                                          that product's epilogue where ingot's fused kernel
+//                                          takes the shape, else runs over Y (product_norm.h)
 // With query_rows the context and Y have Sq = query_rows' count rows per batch instead of S: the
 // core computes those queries alone (against every key) and the out-projection runs on B·Sq rows;
 // with residual_rows "query" too, R is the whole sequence and its query rows are read in place.
@@ -21,12 +24,14 @@
 #include "backends/cuda/attention_impl.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/lt_gemm.h"
+#include "backends/cuda/product_norm.h"
 #include "ir/attention_attrs.h"
 
 namespace ingot::cuda {
 namespace {
 
-constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5, kResidual = 6;
+constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5, kResidual = 6, kNormGamma = 7,
+              kNormBeta = 8;
 // Rows (B·S) from which a one-query attention projects Q for its query rows alone (project_qkv):
 // below, the second launch costs about what the smaller product saves. Estimated from cuBLASLt's
 // times at these shapes (sessions 5-7); at b32 s128 measured against one product over every row
@@ -52,9 +57,10 @@ class AttentionKernel : public CudaKernel {
     if (!present(kX) || !present(kWqkv)) return "needs inputs X and W_qkv";
     DType t = in[kX].dtype;
     if (!is_device_float(t)) return "dtype " + dtype_name(t);
-    for (int i : {kWqkv, kBqkv, kWout, kBout, kResidual})
+    for (int i : {kWqkv, kBqkv, kWout, kBout, kResidual, kNormGamma, kNormBeta})
       if (present(i) && in[size_t(i)].dtype != t) return "input " + std::to_string(i) + " dtype differs from X";
     if (present(kResidual) && !present(kWout)) return "a residual without W_out";
+    if (present(kNormGamma) && !present(kWout)) return "a LayerNorm without W_out";
     if (present(kMask)) {
       DType mt = in[kMask].dtype;
       if (attrs_.mask_kind == AttentionMaskKind::kBool ? !attention_bool_mask_dtype(mt) : !is_device_float(mt))
@@ -133,12 +139,23 @@ class AttentionKernel : public CudaKernel {
       GemmDesc out;
       out.m = out_rows, out.n = Wout.dim(1), out.k = N, out.dtype = t;
       out.bias = bout;
+      LayerNormArgs norm;
+      if (ctx.has_input(kNormGamma)) {
+        norm.gamma = ctx.input(kNormGamma).raw(), norm.epsilon = attrs_.norm_epsilon;
+        norm.beta = ctx.has_input(kNormBeta) ? ctx.input(kNormBeta).raw() : nullptr;
+        norm.params_constant = (!bout || ctx.host_value(kBout)) && ctx.host_value(kNormGamma) &&
+                               (!norm.beta || ctx.host_value(kNormBeta));
+      }
       if (!reads_sequence_residual(ctx.has_input(kResidual))) {
         if (ctx.has_input(kResidual)) out.beta = 1.f, out.c_in = ctx.input(kResidual).raw();
-        INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw()));
-        return Status::ok();
+        if (norm.gamma)
+          return product_layer_norm(ctx.handles(), out, context, Wout.raw(), Y.raw(), norm,
+                                    "Attention: out-projection + LayerNorm");
+        return lt_gemm(ctx.handles(), out, context, Wout.raw(), Y.raw());
       }
       INGOT_RETURN_IF_ERROR(project_with_sequence_residual(ctx, out, context, B, S, query_pos));
+      if (norm.gamma)
+        return layer_norm_in_place(ctx.handles(), t, Y.raw(), out.m, out.n, norm, "Attention: LayerNorm");
     }
     return Status::ok();
   }

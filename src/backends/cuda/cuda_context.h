@@ -38,7 +38,7 @@ class CudaContext final : public DeviceContext {
 
   const CudaExecutor& ex_;
   CudaHandles handles_;
-  DeviceBuffer arena_, workspace_, gemm_workspace_, grid_counter_;
+  DeviceBuffer arena_, workspace_, gemm_workspace_, grid_counter_, grid_scratch_;
   std::map<std::string, std::unique_ptr<Instance>> instances_;
   std::array<cudaEvent_t, 4> events_{};
   // Recorded by every captured graph as its first and last node, so that a replay's GPU compute

@@ -47,6 +47,8 @@ Status last_launch_status(const char* what);
 #define INGOT_CUBLAS_RETURN_IF_ERROR(expr) INGOT_RETURN_IF_ERROR(::ingot::cuda::cublas_status((expr), #expr))
 #define INGOT_CUDNN_RETURN_IF_ERROR(expr) INGOT_RETURN_IF_ERROR(::ingot::cuda::cudnn_status((expr), #expr))
 
+constexpr size_t kGridCounterWords = 1024, kGridScratchBytesPerSm = 1024;
+
 // Library handles of one context (one stream).
 struct CudaHandles {
   cudaStream_t stream = nullptr;
@@ -57,10 +59,15 @@ struct CudaHandles {
   int cc_major = 0;               // the device's compute capability, major
   int cc_minor = 0;               // and minor (sm_90a kernels need 9.0 exactly)
   bool allow_tf32 = false;
-  // One word of device memory per context, zero between kernels: a kernel whose last CTA to
-  // finish does the final step counts finished CTAs in it and sets it back to zero before it
-  // ends (the context's kernels run one after another on its stream).
+  // kGridCounterWords words of device memory per context, zero between kernels: a kernel whose
+  // CTAs count arrivals in them (the last CTA to finish doing the final step, or the CTAs of a
+  // row block meeting) sets them back to zero before it ends (the context's kernels run one
+  // after another on its stream).
   unsigned* grid_counter = nullptr;
+  // kGridScratchBytesPerSm a multiprocessor (sm_count of them), any content between kernels:
+  // what the resident CTAs of a cooperative launch exchange (product_norm's row statistics).
+  void* grid_scratch = nullptr;
+  size_t grid_scratch_bytes = 0;
   // cuBLASLt's scratch (kGemmWorkspaceBytes, lt_gemm.h), used by lt_gemm alone: no other kernel
   // writes it, so the clears cuBLASLt enqueues before some of its kernels depend only on the
   // product before (cuda_graph_gemm_clears.h), not on whatever ran in between.

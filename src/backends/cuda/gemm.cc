@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/gemm_impl.h"
 #include "backends/cuda/lt_gemm.h"
+#include "backends/cuda/product_norm.h"
 #include "ir/shape_util.h"
 
 namespace ingot::cuda {
@@ -216,7 +217,9 @@ class GemmKernel : public CudaKernel {
 
 // ingot.FusedMatMul: Y = act(A x W + bias), A [..., K] (batch dims folded into M), W [K, N],
 // bias [N] optional; a residual R (input 3, Y's shape, activation "") is cuBLASLt's C with
-// beta = 1, added in the epilogue. The `precision` attribute is the CPU's choice of matrix unit; on CUDA
+// beta = 1, added in the epilogue. A LayerNorm over Y's last axis (inputs 4-5, gamma and beta,
+// attribute norm_epsilon; fold_residual_into_product) runs in the product's epilogue where
+// ingot's fused kernel takes the shape, else as a pass over Y in place (product_norm.h). The `precision` attribute is the CPU's choice of matrix unit; on CUDA
 // the tensors' dtypes decide. output_dtype = float32 with float16/bfloat16 inputs (a Cast
 // folded in by fuse_output_cast): the product is computed in the inputs' dtype into scratch and
 // widened on its way into Y, one kernel where the Cast was a copy and a kernel.
@@ -247,6 +250,10 @@ class FusedMatMulKernel : public CudaKernel {
       return invalid_model("attribute 'output_dtype' = " + std::to_string(out) + " must be 0 (A's dtype) or 1 (float32)");
     if (node.inputs.size() > 3 && node.inputs[3] != kNoValue && (act_ != Act::kNone || out != 0))
       return invalid_model("input 3 (residual) needs activation \"\" and output_dtype 0");
+    norm_ = node.inputs.size() > 4 && node.inputs[4] != kNoValue;
+    norm_epsilon_ = node.attrs.get_float("norm_epsilon", 1e-5f);
+    if (norm_ && (act_ != Act::kNone || out != 0))
+      return invalid_model("input 4 (norm_gamma) needs activation \"\" and output_dtype 0");
     return Status::ok();
   }
 
@@ -264,6 +271,10 @@ class FusedMatMulKernel : public CudaKernel {
     if (inputs.size() > 3 && inputs[3].present &&
         (w[0] == 0 || w[1] <= kSkinnyMaxN || (w[1] * int64_t(dtype_size(inputs[0].dtype))) % kRowAlign != 0))
       return "a residual with a product of K = 0, at most " + std::to_string(kSkinnyMaxN) +
+             " columns or rows that are not 16-byte multiples";
+    // So does a LayerNorm (over the product's dense rows).
+    if (norm_ && (w[0] == 0 || w[1] <= kSkinnyMaxN || (w[1] * int64_t(dtype_size(inputs[0].dtype))) % kRowAlign != 0))
+      return "a LayerNorm with a product of K = 0, at most " + std::to_string(kSkinnyMaxN) +
              " columns or rows that are not 16-byte multiples";
     return size_reason(m, w[1], w[0], 1);
   }
@@ -337,6 +348,13 @@ class FusedMatMulKernel : public CudaKernel {
     d.dtype = dt;
     d.bias = bias;
     if (ctx.has_input(3)) d.beta = 1.f, d.c_in = ctx.input(3).raw();
+    if (norm_) {
+      LayerNormArgs n;
+      n.gamma = ctx.input(4).raw(), n.beta = ctx.has_input(5) ? ctx.input(5).raw() : nullptr;
+      n.epsilon = norm_epsilon_;
+      n.params_constant = (!bias || ctx.host_value(2)) && ctx.host_value(4) && (!n.beta || ctx.host_value(5));
+      return product_layer_norm(ctx.handles(), d, A.raw(), W.raw(), Y.raw(), n, "FusedMatMul: product + LayerNorm");
+    }
     bool gelu_after = false;
     PointwiseActivation after = PointwiseActivation::kGeluErf;
     switch (act_) {
@@ -434,6 +452,8 @@ class FusedMatMulKernel : public CudaKernel {
 
   static constexpr int64_t kRowAlign = 16;
   Act act_ = Act::kNone;
+  bool norm_ = false;  // inputs 4-5: the LayerNorm after the product
+  float norm_epsilon_ = 1e-5f;
   Tensor w_padded_;  // device copy of a constant W with rows padded to 16 bytes (when its rows are not)
   Tensor b_padded_;  // its constant bias, zero-padded to the same width
 };

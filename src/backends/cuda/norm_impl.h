@@ -26,6 +26,8 @@ struct RowNormLaunch {
   // gamma and beta are constants of the plan (never written while it runs): the kernel may read
   // them before it waits for the kernel before (cuda_dependent_launch.h).
   bool params_constant = false;
+  // May be x itself (in place, without skip): every element is read, by the thread that writes
+  // it, before it is written (product_norm.cc's LayerNorm after a product that took none).
   void* y = nullptr;
   void* sum = nullptr;      // s, or null (SkipLayerNorm's optional output 1)
   void* mean = nullptr;     // [rows] or null (LayerNormalization's optional outputs)
