@@ -33,6 +33,7 @@ namespace {
 
 constexpr int kBM = int(kProductNormTileRows), kBN = int(kProductNormTileCols), kBK = 64, kStages = 4;
 constexpr int kThreads = 384, kMaxN = int(kProductNormMaxN), kMaxBlocks = kMaxN / kBN;
+static_assert(kMaxN <= 8 * 256, "the 256 consumer threads load bias, gamma and beta 8 elements each");
 constexpr uint32_t kBoxBytes = 64 * 64 * 2, kABytes = kBM * kBK * 2, kWBytes = kBN * kBK * 2;
 constexpr size_t kSmemBytes = 1024 + size_t(kStages) * (kABytes + kWBytes) + size_t(kBM) * kBN * 2;
 
@@ -75,12 +76,13 @@ __device__ __forceinline__ uint32_t staging_at(uint32_t stg, int c, int j4, int 
   return stg + uint32_t(c * (kBN / 64) + j / 8) * kBoxBytes + uint32_t(r) * 128u + uint32_t(((j & 7) ^ ri) << 4);
 }
 
-// A parameter vector of n (a multiple of 8) into shared memory by the 256 consumer threads, 16
-// bytes each; zeros when absent.
+// Consumer thread `ct`'s 16 bytes of a parameter vector of n <= 2048 (a multiple of 8): elements
+// 8·ct .. + 7; zeros when absent or past n. Loaded before the products, stored after them, so
+// that their latency hides under the products.
 template <class T>
-__device__ __forceinline__ void load_param(T* dst, const void* src, int n) {
-  for (int i = 8 * (int(threadIdx.x) - 128); i < n; i += 8 * 256)
-    *reinterpret_cast<uint4*>(dst + i) = src ? __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(src) + i)) : uint4{0u, 0u, 0u, 0u};
+__device__ __forceinline__ uint4 load_param(const void* src, int n, int ct) {
+  if (!src || 8 * ct >= n) return uint4{0u, 0u, 0u, 0u};
+  return __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(src) + 8 * ct));
 }
 
 template <class T>
@@ -134,14 +136,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
   const int c = wg - 1, lt = tid % 128, warp = lt / 32, lane = lt % 32, g = lane / 4, t4 = lane % 4;
-  // bias, gamma and beta by the consumers while the first stages arrive (before the wait for the
-  // kernel before when they are the plan's constants); the producer does not wait for them.
+  // bias, gamma and beta into registers (before the wait for the kernel before when they are the
+  // plan's constants), into shared memory once the products are done.
+  const int ct = tid - 128;
   if (!p.params_constant) wait_prior_grids();
-  load_param<T>(bias_s, p.bias, p.N);
-  load_param<T>(gamma_s, p.gamma, p.N);
-  load_param<T>(beta_s, p.beta, p.N);
+  const uint4 bias_r = load_param<T>(p.bias, p.N, ct), gamma_r = load_param<T>(p.gamma, p.N, ct),
+              beta_r = load_param<T>(p.beta, p.N, ct);
   if (p.params_constant) wait_prior_grids();
-  asm volatile("bar.sync 1, 256;" ::: "memory");
   float acc[kBN / 2];
   for (int kt = 0; kt < KT; ++kt) {
     const int s = kt % kStages;
@@ -157,6 +158,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (kt > 0 && lt == 0) mbar_arrive(smem_addr(&empty[(kt - 1) % kStages]));
   }
   wgmma_wait<0>();
+  if (8 * ct < p.N) {
+    *reinterpret_cast<uint4*>(bias_s + 8 * ct) = bias_r;
+    *reinterpret_cast<uint4*>(gamma_s + 8 * ct) = gamma_r;
+    *reinterpret_cast<uint4*>(beta_s + 8 * ct) = beta_r;
+  }
+  asm volatile("bar.sync 1, 256;" ::: "memory");
   if (p.residual) mbar_wait_parity(smem_addr(&residual_in), 0);
 
   // v = rounded(acc + bias + residual); the row's mean over the tile's columns.
