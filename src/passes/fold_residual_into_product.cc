@@ -1,17 +1,14 @@
 // CUDA engines only: moves each skip-LayerNorm's residual add into the matrix product that
 // computes one of its two operands, where cuBLASLt adds it in the GEMM's epilogue (its C matrix,
-// beta = 1), and with it, where it can, the LayerNorm itself:
+// beta = 1), and leaves a plain LayerNormalization:
 //
 //   Y = SkipLayerNorm(P, R, gamma, beta)       P = FusedMatMul(A, W, b)  or  Attention(..., W_out, b_out)
-//   →  Y = FusedMatMul(A, W, b, R, gamma, beta)  (or Attention(..., W_out, b_out, R, gamma, beta)),
-//      attribute norm_epsilon = the SkipLayerNorm's epsilon
-//   or S = FusedMatMul(A, W, b, R)  (or Attention(..., W_out, b_out, R));  Y = LayerNormalization(S, gamma, beta)
+//   →  S = FusedMatMul(A, W, b, R)  (or Attention(..., W_out, b_out, R));  Y = LayerNormalization(S, gamma, beta)
 //
-// Folded into the product, the LayerNorm is one kernel fewer and no pass over the sum: the
-// product's epilogue normalises its own rows before it writes them (a product of BERT-base at
-// b32 writes 12.6 MB that a separate LayerNorm would read back and write again, 24 of them).
-// Where it stays a LayerNormalization, that reads one tensor instead of two (12.6 instead of
-// 18.9 MB), and the product reads R in its epilogue, which a compute-bound GEMM hides.
+// The LayerNorm then reads one tensor instead of two (BERT-base at b32: 12.6 instead of 18.9 MB
+// each, 24 of them), and the product reads R in its epilogue, which a compute-bound GEMM hides.
+// The next pass, fold_layer_norm_into_product, may then take that LayerNormalization into P too
+// (its norm_gamma / norm_beta inputs), where P writes only the rows it normalises.
 // CPU engines keep SkipLayerNorm: it already reads both operands in one pass over memory.
 //
 // Taken when P has no activation and writes its inputs' dtype, has no residual yet, and only the
@@ -23,20 +20,11 @@
 // Rounding: product + bias + R is rounded once instead of twice. A one-query Attention whose R
 // is the Gather of its query rows from the whole sequence reads them there instead
 // (residual_rows "query"); the Gather is then dead.
-//
-// The LayerNorm goes into P too (norm_folds) when P writes exactly the rows it normalises: no
-// view between them, the sum not read (P writes only the normalised rows), gamma and beta
-// exactly [H] for P's last dim H and the SkipLayerNorm over the last axis; not for an Attention
-// with query_rows (a classifier's last layer: its LayerNorm begins the block fuse_classifier_head
-// takes), nor for a LayerNorm whose output a classifier head reads (that pass takes it, and the
-// products and block around it, into one node). Rounding: CUDA's kernels round the sum to P's
-// dtype before they normalise it, as the unfused product stores it; the CPU's does not.
 #include <algorithm>
 #include <vector>
 
 #include "passes/match.h"
 #include "passes/pass.h"
-#include "passes/product_chain_match.h"
 
 namespace ingot {
 namespace {
@@ -76,26 +64,6 @@ ValueId whole_sequence_residual(const GraphEditor& ed, const Node& product, Valu
   return gather.inputs[0];
 }
 
-// Whether the SkipLayerNorm `sln`'s LayerNorm folds into `product` with the residual (P's output,
-// of shape `out` of rank >= 1, is the SkipLayerNorm's operand itself): gamma and beta exactly [H]
-// for out's last dim H, the last axis normalised, P's LayerNorm inputs free (gamma and beta follow
-// the residual: slot + 1 and slot + 2), no query_rows, and no classifier head reading the output.
-template <class ShapeOf>
-bool norm_folds(const GraphEditor& ed, const Node& sln, const Node& product, int slot, const Shape& out,
-                const ShapeOf& shape_of) {
-  auto absent = [](const Node& n, size_t i) { return n.inputs.size() <= i || n.inputs[i] == kNoValue; };
-  if (!absent(product, size_t(slot) + 1) || !absent(product, size_t(slot) + 2)) return false;
-  if (is_op(product, "Attention", "ingot") && product.attrs.has("query_rows")) return false;
-  const int64_t axis = sln.attrs.get_int("axis", -1);
-  if (axis != -1 && axis != int64_t(out.size()) - 1) return false;
-  for (size_t k : {size_t(2), size_t(3)}) {
-    if (k == 3 && absent(sln, 3)) continue;
-    const Shape* s = shape_of(sln.inputs[k]);
-    if (!s || *s != Shape{out.back()}) return false;
-  }
-  return !may_feed_classifier_head(ed, sln.outputs[0]);
-}
-
 bool is_view(const Node& n) {
   return is_op(n, "Reshape") || is_op(n, "Squeeze") || is_op(n, "Unsqueeze") || is_op(n, "Flatten");
 }
@@ -112,7 +80,7 @@ class FoldResidualIntoProduct : public Pass {
       return m.known && !m.dynamic ? &m.shape : nullptr;
     };
     GraphEditor ed(model.graph);
-    int rewrites = 0, norms = 0;  // norms: rewrites that took the LayerNorm too
+    int rewrites = 0;
     const int n = ed.num_nodes();
     for (int i = 0; i < n; ++i) {
       if (!ed.alive(i) || !is_op(ed.node(i), "SkipLayerNorm", "ingot")) continue;
@@ -166,26 +134,9 @@ class FoldResidualIntoProduct : public Pass {
           rows_from.s = "query";
           product.attrs.set("residual_rows", rows_from);
         }
-        const bool sum_read = sln.outputs.size() > 1 && sln.outputs[1] != kNoValue;
-        // Nothing but the LayerNorm reads P's rows: P normalises them itself and writes the
-        // SkipLayerNorm's output (gamma and beta follow the residual in both ops).
-        if (!view && !sum_read && whole == kNoValue && norm_folds(ed, sln, product, slot, *us, shape_of)) {
-          product.inputs.resize(std::max(product.inputs.size(), size_t(slot) + 2), kNoValue);
-          product.inputs[size_t(slot) + 1] = sln.inputs[2];
-          if (sln.inputs.size() > 3 && sln.inputs[3] != kNoValue) {
-            product.inputs.resize(std::max(product.inputs.size(), size_t(slot) + 3), kNoValue);
-            product.inputs[size_t(slot) + 2] = sln.inputs[3];
-          }
-          product.attrs.set_float("norm_epsilon", sln.attrs.get_float("epsilon", 1e-5f));
-          product.outputs[0] = sln.outputs[0];
-          ed.remove_node(i);
-          ed.remove_node(p);
-          ed.add_node(std::move(product));
-          ++rewrites, ++norms;
-          break;
-        }
         // The sum keeps its name when the SkipLayerNorm output it (a graph output, or the next
         // pre-LN block's residual); else the operand's value is the sum now.
+        const bool sum_read = sln.outputs.size() > 1 && sln.outputs[1] != kNoValue;
         const ValueId sum = sum_read ? sln.outputs[1] : pv;
         Node view_node;
         if (view) {
@@ -220,9 +171,7 @@ class FoldResidualIntoProduct : public Pass {
       }
     }
     ed.commit();
-    if (rewrites)
-      ctx.note(std::to_string(rewrites) + " residual add(s) moved into their GEMM's epilogue, " + std::to_string(norms) +
-               " LayerNorm(s) with them");
+    if (rewrites) ctx.note(std::to_string(rewrites) + " residual add(s) moved into their GEMM's epilogue");
     return rewrites;
   }
 };

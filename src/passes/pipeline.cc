@@ -47,6 +47,10 @@ const std::vector<std::string>& pass_order(PassStage stage) {
       // CUDA only: each skip-LayerNorm's residual add moves into the GEMM that makes one of its
       // operands; after gather_rows_early, which moves SkipLayerNorms but not residual inputs.
       "fold_residual_into_product",
+      // CUDA only: a LayerNorm of a product's output goes into the product's epilogue; after the
+      // pass above, whose LayerNormalizations it takes; before fuse_classifier_head (next stage),
+      // whose LayerNorm it leaves alone.
+      "fold_layer_norm_into_product",
       // After every pattern fusion, so it only takes the elementwise nodes no fused op claimed.
       "fuse_elementwise",
       // Last: remove whatever the rewrites left unread.

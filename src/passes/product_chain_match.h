@@ -19,7 +19,7 @@ constexpr int64_t kMaxLogits = 8;
 // Whether v, a LayerNorm's output, may be the input of a classifier head fuse_classifier_head
 // takes: read by one FusedMatMul alone whose output, directly or through a Tanh or Relu, a
 // FusedMatMul of at most kMaxLogits constant columns reads. Looser than the match itself, so a
-// pass before it that would hide such a LayerNorm (fold_residual_into_product, which folds it
+// pass before it that would hide such a LayerNorm (fold_layer_norm_into_product, which folds it
 // into the product before it) can leave it to the head, which takes more around it.
 inline bool may_feed_classifier_head(const GraphEditor& ed, ValueId v) {
   const auto& readers = ed.consumers(v);

@@ -15,8 +15,8 @@
 //                     [B, S, M] with residual_rows "query": its rows at the query positions
 //            7 norm_gamma [M] optional, needs W_out: the output is the LayerNorm over its last
 //                     axis of y = projection + b_out (+ residual): (y - mean) / sqrt(var +
-//                     norm_epsilon) * gamma + beta, population variance (fold_residual_into_product
-//                     folds a SkipLayerNorm's LayerNorm; CUDA normalises in the epilogue)
+//                     norm_epsilon) * gamma + beta, population variance (fold_layer_norm_into_product
+//                     folds the LayerNorm after it; CUDA normalises in the epilogue)
 //            8 norm_beta  [M] optional, needs norm_gamma (absent: 0)
 //   attrs    num_heads (int, divides N), scale (float, multiplies Q·Kᵀ), causal (0/1: key j > query
 //            i is masked, without reading any tensor), mask_kind ("none" | "add" | "bool"),

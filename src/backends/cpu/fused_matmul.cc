@@ -8,11 +8,12 @@
 // Y = A x W + bias + R; it needs activation "" and output_dtype 0. Here R is added after the
 // product (CUDA adds it in the GEMM's epilogue).
 // Inputs 4 norm_gamma [N] and 5 norm_beta [N] (optional even with 4; absent: 0) and attribute
-// norm_epsilon (default 1e-5), the LayerNorm of a SkipLayerNorm the same pass folds, make Y the
-// LayerNorm over the last axis of that sum s: (s - mean(s)) / sqrt(var(s) + norm_epsilon) *
-// gamma + beta, population variance; like the residual they need activation "" and
-// output_dtype 0. Here the rows are normalised after the product (row_norm.h,
-// LayerNormalization's arithmetic); CUDA does it in the product's epilogue.
+// norm_epsilon (default 1e-5), a LayerNorm of the product's output that
+// fold_layer_norm_into_product folds (CUDA engines), make Y the LayerNorm over the last axis of
+// s = A x W + bias (+ R): (s - mean(s)) / sqrt(var(s) + norm_epsilon) * gamma + beta,
+// population variance; like the residual they need activation "" and output_dtype 0. Here the
+// rows are normalised after the product (row_norm.h, LayerNormalization's arithmetic); CUDA does
+// it in the product's epilogue.
 //
 // Constant weights are reordered once, in prepare(), into a blocked layout (the per-call reorder
 // of plain weights would otherwise cost about as much as a small-M GEMM itself): float32 into

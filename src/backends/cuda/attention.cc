@@ -49,6 +49,7 @@ class AttentionKernel : public CudaKernel {
     auto a = parse_attention_attrs(node);
     if (!a) return a.status();
     attrs_ = *a;
+    norm_ = node.inputs.size() > size_t(kNormGamma) && node.inputs[size_t(kNormGamma)] != kNoValue;
     return Status::ok();
   }
 
@@ -78,6 +79,8 @@ class AttentionKernel : public CudaKernel {
 
   // The core's kernel prefetches; the out-projection's weights come after it.
   bool prefetches_l2() const override { return true; }
+  // With the LayerNorm, the next product's weights come with it, after the out-projection.
+  bool prefetches_l2_after() const override { return norm_; }
   std::vector<int> late_inputs() const override { return {kWout, kBout}; }
 
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
@@ -145,6 +148,7 @@ class AttentionKernel : public CudaKernel {
         norm.beta = ctx.has_input(kNormBeta) ? ctx.input(kNormBeta).raw() : nullptr;
         norm.params_constant = (!bout || ctx.host_value(kBout)) && ctx.host_value(kNormGamma) &&
                                (!norm.beta || ctx.host_value(kNormBeta));
+        norm.prefetch = ctx.l2_prefetch_after();
       }
       if (!reads_sequence_residual(ctx.has_input(kResidual))) {
         if (ctx.has_input(kResidual)) out.beta = 1.f, out.c_in = ctx.input(kResidual).raw();
@@ -344,6 +348,7 @@ class AttentionKernel : public CudaKernel {
   }
 
   AttentionAttrs attrs_;
+  bool norm_ = false;  // inputs 7-8: the LayerNorm of Y
   mutable std::atomic<bool> strided_c_refused_{false};
 };
 

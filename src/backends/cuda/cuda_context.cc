@@ -116,7 +116,7 @@ struct CudaContext::Instance {
   struct Bound {
     std::vector<const Tensor*> in, host;
     std::vector<Tensor*> out;
-    L2Prefetch prefetch;  // the step's ShapePlan::Step::prefetch, as pointers
+    L2Prefetch prefetch, prefetch_after;  // the step's ShapePlan::Step::prefetch(_after), as pointers
   };
   std::vector<Bound> bound;  // per step
   void* pinned = nullptr;    // staging for inputs, then outputs
@@ -265,6 +265,10 @@ Expected<CudaContext::Instance*> CudaContext::instance(const std::shared_ptr<con
       b.prefetch.ptr[b.prefetch.count] = ex_.weights() + r.offset;
       b.prefetch.bytes[b.prefetch.count++] = uint32_t(r.bytes);
     }
+    for (const ByteRange& r : s.prefetch_after) {
+      b.prefetch_after.ptr[b.prefetch_after.count] = ex_.weights() + r.offset;
+      b.prefetch_after.bytes[b.prefetch_after.count++] = uint32_t(r.bytes);
+    }
     inst->bound.push_back(std::move(b));
   }
 
@@ -297,7 +301,8 @@ Status CudaContext::enqueue(Instance& inst, const std::vector<char>* step_pdl) {
     if (s.on_device && handles_.skips(n.op_type)) continue;
     if (profiling_) INGOT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[2 * i], handles_.stream));
     if (s.on_device) {
-      CudaComputeContext ctx(n, b.in, b.host, b.out, handles_, workspace_.get(), workspace_.bytes(), b.prefetch);
+      CudaComputeContext ctx(n, b.in, b.host, b.out, handles_, workspace_.get(), workspace_.bytes(), b.prefetch,
+                             b.prefetch_after);
       std::optional<DependentLaunchScope> step_scope;
       if (step_pdl) step_scope.emplace((*step_pdl)[i] != 0);
       INGOT_RETURN_IF_ERROR(ex_.kernels(s.node).cuda->compute(ctx).with_context(describe_node(n, s.node) + ": "));

@@ -347,17 +347,26 @@ void CudaExecutor::plan_prefetch(ShapePlan& plan) const {
   };
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (!prefetching(plan.steps[i])) continue;
-    std::vector<ByteRange> ranges;
-    int64_t bytes = 0, moved = 0;
-    add(plan.steps[i], /*late=*/true, ranges, bytes, moved);
-    for (size_t j = i + 1; j < plan.steps.size() && bytes < kProductBytes; ++j) {
+    std::vector<ByteRange> late, next;
+    int64_t late_bytes = 0, bytes = 0, moved = 0;
+    add(plan.steps[i], /*late=*/true, late, late_bytes, moved);
+    for (size_t j = i + 1; j < plan.steps.size() && late_bytes + bytes < kProductBytes; ++j) {
       const ShapePlan::Step& s = plan.steps[j];
       if (!s.on_device || s.view) continue;
-      add(s, /*late=*/false, ranges, bytes, moved);
-      if (prefetching(s) || bytes >= kProductBytes) break;
-      add(s, /*late=*/true, ranges, bytes, moved);
+      add(s, /*late=*/false, next, bytes, moved);
+      if (prefetching(s) || late_bytes + bytes >= kProductBytes) break;
+      add(s, /*late=*/true, next, bytes, moved);
     }
-    if (bytes <= l2_bytes_ / 2 && moved <= l2_bytes_ / 4) plan.steps[i].prefetch = prefetch_ranges(std::move(ranges), bytes);
+    if (late_bytes + bytes > l2_bytes_ / 2 || moved > l2_bytes_ / 4) continue;
+    ShapePlan::Step& step = plan.steps[i];
+    if (nodes_[size_t(step.node)].cuda->prefetches_l2_after()) {
+      // The late inputs for the first kernel, the next steps' weights for the last.
+      step.prefetch = prefetch_ranges(std::move(late), late_bytes);
+      step.prefetch_after = prefetch_ranges(std::move(next), bytes);
+    } else {
+      late.insert(late.end(), next.begin(), next.end());
+      step.prefetch = prefetch_ranges(std::move(late), late_bytes + bytes);
+    }
   }
 }
 

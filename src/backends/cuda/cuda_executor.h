@@ -56,6 +56,7 @@ struct ShapePlan {
     bool view = false;               // every output is a view of an input: nothing to launch
     std::string fallback_reason;     // why a CPU step is not on the GPU
     std::vector<ByteRange> prefetch; // ranges of the weights buffer its kernel prefetches into L2
+    std::vector<ByteRange> prefetch_after;  // those its last kernel prefetches (prefetches_l2_after)
   };
   std::vector<Step> steps;           // in execution order, folded nodes left out
   bool device_only = true;           // every step on the GPU: capturable as one CUDA graph

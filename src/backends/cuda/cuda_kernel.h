@@ -118,9 +118,10 @@ class CudaComputeContext {
  public:
   CudaComputeContext(const Node& node, std::vector<const Tensor*> inputs, std::vector<const Tensor*> host_values,
                      std::vector<Tensor*> outputs, const CudaHandles& handles, void* workspace, size_t workspace_bytes,
-                     L2Prefetch prefetch = {})
+                     L2Prefetch prefetch = {}, L2Prefetch prefetch_after = {})
       : node_(node), inputs_(std::move(inputs)), host_values_(std::move(host_values)), outputs_(std::move(outputs)),
-        handles_(handles), workspace_(workspace), workspace_bytes_(workspace_bytes), prefetch_(prefetch) {}
+        handles_(handles), workspace_(workspace), workspace_bytes_(workspace_bytes), prefetch_(prefetch),
+        prefetch_after_(prefetch_after) {}
 
   const Node& node() const { return node_; }
   int num_inputs() const { return int(inputs_.size()); }
@@ -138,6 +139,8 @@ class CudaComputeContext {
   size_t workspace_bytes() const { return workspace_bytes_; }
   // The next steps' weights, for a kernel that prefetches_l2() to hand to its device code.
   const L2Prefetch& l2_prefetch() const { return prefetch_; }
+  // For a kernel that prefetches_l2_after(): the next steps' weights, for its last kernel.
+  const L2Prefetch& l2_prefetch_after() const { return prefetch_after_; }
 
  private:
   const Node& node_;
@@ -147,7 +150,7 @@ class CudaComputeContext {
   const CudaHandles& handles_;
   void* workspace_;
   size_t workspace_bytes_;
-  L2Prefetch prefetch_;
+  L2Prefetch prefetch_, prefetch_after_;
 };
 
 class CudaKernel {
@@ -171,6 +174,12 @@ class CudaKernel {
   // (ingot.Attention's out-projection), which are that product when present; a later such
   // node's other inputs count as read before its own prefetch.
   virtual bool prefetches_l2() const { return false; }
+  // True (with prefetches_l2): l2_prefetch() holds only the late inputs, and the node's last
+  // kernel, which runs after the product that reads them, takes l2_prefetch_after(): the next
+  // steps' weights (an Attention with its LayerNorm, in the place of the LayerNorm node that
+  // asked for them before: asked for by the core with the out-projection's weights, they share
+  // HBM with that product).
+  virtual bool prefetches_l2_after() const { return false; }
   virtual std::vector<int> late_inputs() const { return {}; }
   // View ops (Reshape, Squeeze, Flatten...): output `output` is input i's buffer, reinterpreted
   // with the output's shape; the executor does the aliasing and never calls compute().

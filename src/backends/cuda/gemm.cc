@@ -218,7 +218,7 @@ class GemmKernel : public CudaKernel {
 // ingot.FusedMatMul: Y = act(A x W + bias), A [..., K] (batch dims folded into M), W [K, N],
 // bias [N] optional; a residual R (input 3, Y's shape, activation "") is cuBLASLt's C with
 // beta = 1, added in the epilogue. A LayerNorm over Y's last axis (inputs 4-5, gamma and beta,
-// attribute norm_epsilon; fold_residual_into_product) runs in the product's epilogue where
+// attribute norm_epsilon; fold_layer_norm_into_product) runs in the product's epilogue where
 // ingot's fused kernel takes the shape, else as a pass over Y in place (product_norm.h). The `precision` attribute is the CPU's choice of matrix unit; on CUDA
 // the tensors' dtypes decide. output_dtype = float32 with float16/bfloat16 inputs (a Cast
 // folded in by fuse_output_cast): the product is computed in the inputs' dtype into scratch and
@@ -256,6 +256,10 @@ class FusedMatMulKernel : public CudaKernel {
       return invalid_model("input 4 (norm_gamma) needs activation \"\" and output_dtype 0");
     return Status::ok();
   }
+
+  // With the LayerNorm: the kernel before the next layer's first product, which asks for its
+  // weights as the separate LayerNorm did (cuda_l2_prefetch.h).
+  bool prefetches_l2() const override { return norm_; }
 
   std::string supports(const std::vector<InputMeta>& inputs, const std::vector<OutputMeta>& outputs) const override {
     if (inputs.size() < 2 || !inputs[0].present || !inputs[1].present) return "needs inputs A and W";
@@ -353,6 +357,7 @@ class FusedMatMulKernel : public CudaKernel {
       n.gamma = ctx.input(4).raw(), n.beta = ctx.has_input(5) ? ctx.input(5).raw() : nullptr;
       n.epsilon = norm_epsilon_;
       n.params_constant = (!bias || ctx.host_value(2)) && ctx.host_value(4) && (!n.beta || ctx.host_value(5));
+      n.prefetch = ctx.l2_prefetch();
       return product_layer_norm(ctx.handles(), d, A.raw(), W.raw(), Y.raw(), n, "FusedMatMul: product + LayerNorm");
     }
     bool gelu_after = false;

@@ -3,8 +3,6 @@
 #include "backends/cuda/product_norm.h"
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "backends/cuda/norm_impl.h"
@@ -21,17 +19,9 @@ Status layer_norm_in_place(const CudaHandles& h, DType dtype, void* y, int64_t r
   a.rows = a.x_period = rows, a.d = n;
   a.epsilon = norm.epsilon;
   a.sm_count = h.sm_count;
+  a.prefetch = norm.prefetch;
   return cuda_status(launch_row_norm(a, h.stream), what);
 }
-
-namespace {
-// INGOT_CUDA_FUSED_NORM=0 sends every shape the unfused way (an A/B switch: bench/gpu_ab.sh),
-// read when a product is enqueued (a CUDA graph keeps what it captured).
-bool fused_norm_allowed() {
-  const char* e = std::getenv("INGOT_CUDA_FUSED_NORM");
-  return !(e && std::strcmp(e, "0") == 0);
-}
-}  // namespace
 
 Status product_layer_norm(const CudaHandles& h, const GemmDesc& d, const void* a, const void* w, void* y,
                           const LayerNormArgs& norm, const char* what) {
@@ -42,7 +32,7 @@ Status product_layer_norm(const CudaHandles& h, const GemmDesc& d, const void* a
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const void* residual = d.beta == 1.f ? d.c_in : nullptr;
   const size_t exchange = product_norm_exchange_bytes(d.m, d.n);
-  if (fused_norm_allowed() && aligned(a) && aligned(w) && aligned(y) && aligned(residual) && aligned(d.bias) &&
+  if (aligned(a) && aligned(w) && aligned(y) && aligned(residual) && aligned(d.bias) &&
       aligned(norm.gamma) && aligned(norm.beta) && h.grid_scratch && exchange <= h.grid_scratch_bytes &&
       size_t((d.m + kProductNormTileRows - 1) / kProductNormTileRows) <= kGridCounterWords &&
       product_norm_fits(d.dtype, d.m, d.n, d.k, h.sm_count, h.cc_major, h.cc_minor)) {
@@ -51,6 +41,7 @@ Status product_layer_norm(const CudaHandles& h, const GemmDesc& d, const void* a
     p.gamma = norm.gamma, p.beta = norm.beta, p.y = y;
     p.M = d.m, p.N = d.n, p.K = d.k, p.epsilon = norm.epsilon, p.params_constant = norm.params_constant;
     p.exchange = h.grid_scratch, p.counters = h.grid_counter, p.sm_count = h.sm_count;
+    p.prefetch = norm.prefetch;
     return cuda_status(launch_product_norm(p, h.stream), what);
   }
   INGOT_RETURN_IF_ERROR(lt_gemm(h, d, a, w, y));

@@ -24,6 +24,7 @@
 #include "backends/cuda/bulk_copy.cuh"
 #include "backends/cuda/cuda_tensor_map.h"
 #include "backends/cuda/dependent_launch.cuh"
+#include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/mma_sync.cuh"
 #include "backends/cuda/product_norm_impl.h"
 #include "backends/cuda/wgmma.cuh"
@@ -62,6 +63,7 @@ struct Params {
   float epsilon;
   float2* exchange;    // [row blocks · 128, N / 192]
   unsigned* counters;  // [row blocks]
+  L2Prefetch prefetch;
 };
 
 // The staging address lane `lane` gives ldmatrix / stmatrix .x4 for the four 8 x 8 blocks of
@@ -131,6 +133,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             tensor_copy_hint(stg + uint32_t(c * (kBN / 64) + b) * kBoxBytes, &tr, n0 + 64 * b, m0 + 64 * c, rb, once);
       }
     }
+    issue_l2_prefetch(p.prefetch);
     return;
   }
 
@@ -283,7 +286,7 @@ cudaError_t launch(const ProductNormLaunch& a, cudaStream_t stream) {
   p.bias = a.bias, p.gamma = a.gamma, p.beta = a.beta, p.residual = a.residual != nullptr;
   p.params_constant = a.params_constant;
   p.N = int(a.N), p.K = int(a.K), p.epsilon = a.epsilon;
-  p.exchange = static_cast<float2*>(a.exchange), p.counters = a.counters;
+  p.exchange = static_cast<float2*>(a.exchange), p.counters = a.counters, p.prefetch = a.prefetch;
   cudaLaunchAttribute attrs[2];
   unsigned n = 0;
   attrs[n].id = cudaLaunchAttributeCooperative;  // the row blocks' CTAs wait for each other

@@ -1,5 +1,5 @@
 // A product whose output a LayerNorm over the last axis normalises (ingot.FusedMatMul's inputs
-// 4-5, ingot.Attention's 7-8: fold_residual_into_product puts a SkipLayerNorm's LayerNorm there).
+// 4-5, ingot.Attention's 7-8: fold_layer_norm_into_product puts a product's LayerNorm there).
 #pragma once
 
 #include "backends/cuda/cuda_kernel.h"
@@ -14,6 +14,9 @@ struct LayerNormArgs {
   // bias, gamma and beta are constants of the plan (never written while it runs): the kernels
   // may read them before they wait for the kernel before (cuda_dependent_launch.h).
   bool params_constant = false;
+  // The next steps' weights, requested into L2 by the kernel (a FusedMatMul that normalises is
+  // the kernel before the next layer's first product at batch 1: cuda_l2_prefetch.h).
+  L2Prefetch prefetch;
 };
 
 // y = LayerNorm(A·W + bias + C) · gamma + beta for the plain row-major product d (W [K, N] dense,

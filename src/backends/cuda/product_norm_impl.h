@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cuda/cuda_l2_prefetch.h"
 #include "ingot/dtype.h"
 
 namespace ingot::cuda {
@@ -48,6 +49,7 @@ struct ProductNormLaunch {
   void* exchange = nullptr;        // product_norm_exchange_bytes(M, N), any content
   unsigned* counters = nullptr;    // ceil(M / 128) words, zero on entry; zero again on exit
   int sm_count = 0;
+  L2Prefetch prefetch;             // requested into L2 once the products' copies are asked for
 };
 
 // Launches the kernel (cooperative; dependent when dependent_launch_enabled()). Expects
