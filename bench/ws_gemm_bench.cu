@@ -1,7 +1,7 @@
 // A product of ingot's own for BERT's batch-32 shapes on Hopper, against the engine's cuBLASLt
 // call: the first step of the lever docs/PERFORMANCE.md names for BERT-base b32 (a product that
-// matches nvjet, then folds the LayerNorm into its epilogue). Developer session 33 has what each
-// change below was worth.
+// matches nvjet, then folds the LayerNorm into its epilogue). Developer sessions 33 and 34 have
+// what each change below was worth.
 //
 //   out = A·Wᵀ + bias [+ residual | then GELU]   A [M, K], W [N, K] (a weight stored K-major),
 //                                                 float16, fp32 accumulation, one rounding
