@@ -5,7 +5,10 @@
 // and depths that are not tile multiples, no residual, no bias, no beta, bfloat16, a width of
 // one column block, and shapes the fused kernel leaves to cuBLASLt + LayerNorm; run after run
 // the same bits (the row blocks' counters go back to zero).
+#include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "../ops/op_test_util.h"
 #include "backends/cuda/product_norm_impl.h"
@@ -167,6 +170,37 @@ TEST(GpuProductNorm, SameBitsEveryRunOfOneContext) {
   const Tensor ref = check(c);
   ASSERT_TRUE(ref.defined());
   expect_cuda_runs_match(norm_model(o, true), feeds, ref, 1e-6, "three runs of one context");
+}
+
+// Contexts of one engine on four threads at once, each running the fused kernel (a cooperative
+// launch: the driver must keep each grid's CTAs resident together, or two grids' CTAs waiting
+// for their row blocks would hold the SMs the others need): every run completes with the bits of
+// a serial run.
+TEST(GpuProductNorm, ConcurrentContextsMatchSerialRuns) {
+  INGOT_REQUIRE_GPU();
+  const NormCase c{DType::kFloat16, 4096, 768, 768};
+  const Operands o = operands(c);
+  const std::map<std::string, Tensor> feeds{{"A", o.a}, {"R", o.r}};
+  EngineOptions eo;
+  eo.device = "cuda";
+  auto e = Engine::from_model(norm_model(o, true), eo);
+  ASSERT_TRUE(e.has_value()) << e.status().message();
+  auto serial = (*e)->create_context()->run(feeds);
+  ASSERT_TRUE(serial.has_value()) << serial.status().message();
+  const Tensor& want = (*serial)[0].tensor;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      auto ctx = (*e)->create_context();
+      for (int i = 0; i < 20; ++i) {
+        auto out = ctx->run(feeds);
+        if (!out || std::memcmp((*out)[0].tensor.raw(), want.raw(), want.nbytes()) != 0) ++failures[size_t(t)];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[size_t(t)], 0) << "thread " << t;
 }
 
 }  // namespace
