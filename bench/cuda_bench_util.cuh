@@ -1,5 +1,6 @@
-// What the CUDA benches (bench/*.cu) share: the error check, timing a captured graph's replays,
-// float16 buffers to and from the device, and the cluster instructions of their Hopper prototypes.
+// What the CUDA benches (bench/*.cu) share: the error check (cuda_check.h), timing a captured
+// graph's replays, float16 buffers to and from the device, and the cluster instructions of their
+// Hopper prototypes.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -11,14 +12,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                               \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                     \
-      exit(1);                                                                              \
-    }                                                                                       \
-  } while (0)
+#include "cuda_check.h"
 
 namespace ingot::bench {
 

@@ -47,15 +47,8 @@
 
 #include "backends/cuda/cuda_clock_monitor.h"
 #include "backends/cuda/lt_algo_attributes.h"
+#include "cuda_check.h"
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                         \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
 #define LK(x)                                                                                   \
   do {                                                                                          \
     cublasStatus_t s_ = (x);                                                                    \

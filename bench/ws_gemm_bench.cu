@@ -148,16 +148,12 @@ __device__ __forceinline__ void store_quad(const uint32_t (&h)[4], const Epilogu
 // round d) so that lane t4 stores columns 8·(4·group + t4) .. + 7 as one 16-byte store (4-byte
 // stores wrote every 32-byte sector twice, Nsight Compute: 47 % excess). The quad's shuffles and
 // run-time picks were ~1,000 of the epilogue's PTX instructions.
-// The staging address lane `lane` gives to ldmatrix / stmatrix .x4 for the four 8 x 8 blocks of
-// columns 8·(4·j4) .. 8·(4·j4 + 3) of rows warp·16 + 8·r2 .. + 7 of consumer warpgroup c: lane l
-// names row l % 8 of block l / 8, 16 bytes at chunk j % 8 of its row in box j / 8, swizzled (the
-// 128-byte swizzle: the chunk XOR the row's index within 8). The four blocks' fragments are the
-// accumulator layout (row g, columns 2·t4, + 1), so a thread reads its residual and writes its
-// output at the same place.
+// The staging address for ingot::cuda::swizzled_x4_at's blocks of consumer warpgroup c (its
+// BN / 64 boxes at c · BN / 64), rows 16·warp + 8·r2 .. + 7: a thread reads its residual and
+// writes its output where its accumulators belong.
 template <int BN>
 __device__ __forceinline__ uint32_t staging_at(uint32_t stg, int c, int j4, int r2, int warp, int lane) {
-  const int mi = lane >> 3, ri = lane & 7, j = 4 * j4 + mi, r = warp * 16 + 8 * r2 + ri;
-  return stg + uint32_t(c * (BN / 64) + j / 8) * 8192u + uint32_t(r) * 128u + uint32_t(((j & 7) ^ ri) << 4);
+  return ingot::cuda::swizzled_x4_at(stg + uint32_t(c * (BN / 64)) * 8192u, 8192u, j4, warp * 16 + 8 * r2, lane);
 }
 __device__ __forceinline__ float2 half2_bits_to_float2(uint32_t bits) {
   return __half22float2(*reinterpret_cast<const __half2*>(&bits));

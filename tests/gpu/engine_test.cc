@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
-#include <thread>
 
 #include "../ops/graph_builder.h"
 #include "backends/cuda/cuda_kernel.h"
@@ -334,24 +333,7 @@ TEST(CudaEngine, ConcurrentContextsMatchSerialRuns) {
   ASSERT_TRUE(e.has_value());
   auto serial = (*e)->create_context()->run(inputs);
   ASSERT_TRUE(serial.has_value());
-  std::vector<std::thread> threads;
-  std::vector<int> failures(4, 0);
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      auto ctx = (*e)->create_context();
-      for (int i = 0; i < 20; ++i) {
-        auto o = ctx->run(inputs);
-        if (!o) {
-          ++failures[size_t(t)];
-          continue;
-        }
-        for (size_t k = 0; k < o->size(); ++k)
-          if (std::memcmp((*o)[k].tensor.raw(), (*serial)[k].tensor.raw(), (*o)[k].tensor.nbytes()) != 0) ++failures[size_t(t)];
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[size_t(t)], 0) << "thread " << t;
+  expect_concurrent_runs_match(**e, inputs, *serial);
 }
 
 // A run's host outputs reuse the memory of the same shape's previous outputs only once the

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../ops/op_test_util.h"
@@ -115,6 +116,31 @@ inline void expect_cuda_runs_match(const Model& model, const std::map<std::strin
     if (run == 0) first = (*out)[0].tensor;
     else EXPECT_EQ(std::memcmp(first.raw(), (*out)[0].tensor.raw(), first.nbytes()), 0) << what << ", run " << run;
   }
+}
+
+// Contexts of `engine` on `threads` threads at once, each running `feeds` `runs` times: every
+// run must succeed with the bits of `serial` (every output), counted per thread as failures.
+inline void expect_concurrent_runs_match(const Engine& engine, const std::map<std::string, Tensor>& feeds,
+                                         const std::vector<NamedTensor>& serial, int threads = 4, int runs = 20) {
+  std::vector<std::thread> pool;
+  std::vector<int> failures(size_t(threads), 0);
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      auto ctx = engine.create_context();
+      for (int i = 0; i < runs; ++i) {
+        auto o = ctx->run(feeds);
+        if (!o || o->size() != serial.size()) {
+          ++failures[size_t(t)];
+          continue;
+        }
+        for (size_t k = 0; k < o->size(); ++k)
+          if (std::memcmp((*o)[k].tensor.raw(), serial[k].tensor.raw(), serial[k].tensor.nbytes()) != 0)
+            ++failures[size_t(t)];
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(failures[size_t(t)], 0) << "thread " << t;
 }
 
 }  // namespace ingot::testing

@@ -5,9 +5,7 @@
 // and depths that are not tile multiples, no residual, no bias, no beta, bfloat16, a width of
 // one column block, and shapes the fused kernel leaves to cuBLASLt + LayerNorm; run after run
 // the same bits (the row blocks' counters go back to zero).
-#include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../ops/op_test_util.h"
@@ -187,20 +185,7 @@ TEST(GpuProductNorm, ConcurrentContextsMatchSerialRuns) {
   ASSERT_TRUE(e.has_value()) << e.status().message();
   auto serial = (*e)->create_context()->run(feeds);
   ASSERT_TRUE(serial.has_value()) << serial.status().message();
-  const Tensor& want = (*serial)[0].tensor;
-  std::vector<std::thread> threads;
-  std::vector<int> failures(4, 0);
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      auto ctx = (*e)->create_context();
-      for (int i = 0; i < 20; ++i) {
-        auto out = ctx->run(feeds);
-        if (!out || std::memcmp((*out)[0].tensor.raw(), want.raw(), want.nbytes()) != 0) ++failures[size_t(t)];
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[size_t(t)], 0) << "thread " << t;
+  expect_concurrent_runs_match(**e, feeds, *serial);
 }
 
 }  // namespace

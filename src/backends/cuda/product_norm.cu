@@ -66,16 +66,10 @@ struct Params {
   L2Prefetch prefetch;
 };
 
-// The staging address lane `lane` gives ldmatrix / stmatrix .x4 for the four 8 x 8 blocks of
-// columns 32·j4 .. 32·j4 + 31 of rows 16·warp + 8·r2 .. + 7 of consumer warpgroup c. The staging
-// is six 64 x 64 boxes (warpgroup c's three at c · 3), 128-byte swizzled as the tensor copies
-// write them: lane l names row l % 8 of block l / 8, whose 16 bytes are chunk j % 8 of that row
-// of box j / 8, XOR the row's index within its 8. The four blocks' fragments are the
-// accumulators' layout (row g, columns 2·t4, + 1), so a thread reads its residual and writes its
-// output where its accumulators belong.
+// The staging address for swizzled_x4_at's blocks of consumer warpgroup c (its three boxes at
+// c · 3 of six), rows 16·warp + 8·r2 .. + 7.
 __device__ __forceinline__ uint32_t staging_at(uint32_t stg, int c, int j4, int r2, int warp, int lane) {
-  const int mi = lane >> 3, ri = lane & 7, j = 4 * j4 + mi, r = warp * 16 + 8 * r2 + ri;
-  return stg + uint32_t(c * (kBN / 64) + j / 8) * kBoxBytes + uint32_t(r) * 128u + uint32_t(((j & 7) ^ ri) << 4);
+  return swizzled_x4_at(stg + uint32_t(c * (kBN / 64)) * kBoxBytes, kBoxBytes, j4, warp * 16 + 8 * r2, lane);
 }
 
 // Consumer thread `ct`'s 16 bytes of a parameter vector of n <= 2048 (a multiple of 8): elements

@@ -32,6 +32,19 @@ __device__ __forceinline__ uint64_t sw128_mn_desc(uint32_t addr, uint32_t block_
          (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
+// The shared address lane `lane` gives ldmatrix / stmatrix .x4 to read or write accumulator
+// fragments kept in 128-byte-swizzled 64 x 64 boxes of 16-bit values (what a tensor copy with
+// CU_TENSOR_MAP_SWIZZLE_128B reads or writes), `boxes` bytes apart: the four 8 x 8 blocks of
+// columns 32·j4 .. 32·j4 + 31 and rows r8 .. r8 + 7 (a multiple of 8). Lane l names row l % 8 of
+// block l / 8, whose 16 bytes are chunk j % 8 of that row of box j / 8 (j = 4·j4 + l / 8), XOR
+// the row's index within its 8. The blocks' fragments are the accumulators' layout (row g,
+// columns 2·t, + 1: registers 4j + 2·(r8 / 8 % 2) and + 1 of a warp's 16 rows), so a thread reads
+// and writes where its accumulators belong.
+__device__ __forceinline__ uint32_t swizzled_x4_at(uint32_t box0, uint32_t box_bytes, int j4, int r8, int lane) {
+  const int j = 4 * j4 + (lane >> 3), ri = lane & 7;
+  return box0 + uint32_t(j / 8) * box_bytes + uint32_t(r8 + ri) * 128u + uint32_t(((j & 7) ^ ri) << 4);
+}
+
 #define INGOT_WGMMA_D32                                                                                         \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
   "%23, %24, %25, %26, %27, %28, %29, %30, %31}"
