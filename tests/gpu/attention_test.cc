@@ -6,8 +6,9 @@
 // float32 (tight) and float16/bfloat16 (against the CPU on float32 copies of the same rounded
 // values), query_rows (a few query positions, in launches of up to 16; one position over many
 // rows, where the keys and values are absorbed), residuals of the output's
-// shape or read at the query rows of the whole sequence, and a head size the CUDA kernel refuses
-// (run on the CPU instead).
+// shape or read at the query rows of the whole sequence, the QKV product and core in one kernel
+// (which shapes it takes, and its cases), and a head size the CUDA kernel refuses (run on the
+// CPU instead).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/attention_impl.h"
 #include "gpu_test_util.h"
 
 namespace ingot::testing {
@@ -417,7 +419,7 @@ class ScopedEnv {
 // which takes the key-mask shapes on an H100, is switched off.
 TEST(CudaAttention, HalfPrecisionTwoQueryBlocksPerCta) {
   INGOT_REQUIRE_GPU();
-  const ScopedEnv no_wgmma("INGOT_CUDA_FLASH_WGMMA", "0");
+  const ScopedEnv no_wgmma("INGOT_CUDA_FLASH_WGMMA", "0"), unfused("INGOT_CUDA_QKV_ATTENTION", "0");
   const int64_t B = 24;
   for (int64_t S : {128, 100, 70}) {
     Case c;
@@ -432,25 +434,29 @@ TEST(CudaAttention, HalfPrecisionTwoQueryBlocksPerCta) {
 
 // Many heads of 64 over 64 to 256 keys (S a multiple of 64) with a key mask or none: on compute
 // capability 9.0, the wgmma kernel (a warpgroup per 64 query rows, the key tiles of a head
-// multicast to its cluster of query blocks). Padding that leaves one key (S 64, late batches),
-// keys only in the last tiles (the first tiles' rows all -inf), bool masks, int64 masks by head, a batch
-// with every key masked (NaN rows, or 0 with nan_to_zero), a NaN mask value; the same cases
-// with the kernel switched off.
+// multicast to its cluster of query blocks), and at S 128 the QKV product and core in one kernel
+// (attention_projected.cu). Padding that leaves one key (S 64, late batches), keys only in the
+// last tiles (the first tiles' rows all -inf), bool masks, int64 masks by head, a batch with
+// every key masked (NaN rows, or 0 with nan_to_zero), a NaN mask value; at S 128 the same cases
+// on the wgmma core alone and with both kernels switched off.
 TEST(CudaAttention, HalfPrecisionWgmmaCore) {
   INGOT_REQUIRE_GPU();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   auto late_keys = [](int64_t idx, const Shape& s) { return key_of(idx, s) >= s.back() / 2 + 3; };
   auto batch_2_masked = [](int64_t idx, const Shape& s) { return batch_of(idx, s) != 2 && padding(idx, s); };
   auto nan_at = [](int64_t idx, const Shape& s) { return !(batch_of(idx, s) == 1 && key_of(idx, s) == 5); };
-  for (const char* wgmma : {"1", "0"}) {
-    const ScopedEnv env("INGOT_CUDA_FLASH_WGMMA", wgmma);
+  struct Mode {
+    const char *name, *qkv, *wgmma;
+  };
+  for (const Mode mode : {Mode{"projected", "1", "1"}, Mode{"wgmma core", "0", "1"}, Mode{"mma.sync core", "0", "0"}}) {
+    const ScopedEnv qkv("INGOT_CUDA_QKV_ATTENTION", mode.qkv), wgmma("INGOT_CUDA_FLASH_WGMMA", mode.wgmma);
     for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
       const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
       for (int64_t S : {64, 128, 192, 256}) {
-        if (std::string(wgmma) == "0" && S != 128) continue;
+        if (std::string(mode.name) != "wgmma core" && S != 128) continue;
         Case c;
         c.B = 24, c.S = S, c.E = 768, c.H = 12, c.M = 768, c.mask_kind = "add", c.mask_shape = {24, 1, 1, S};
-        SCOPED_TRACE(std::string("INGOT_CUDA_FLASH_WGMMA=") + wgmma);
+        SCOPED_TRACE(mode.name);
         run_case(c, dt, tol, tol, padding);
         run_case(c, dt, tol, tol, late_keys);
         c.mask_kind = "bool";
@@ -467,6 +473,59 @@ TEST(CudaAttention, HalfPrecisionWgmmaCore) {
           run_case(c, dt, tol, tol, nan_at, nan);
         }
       }
+    }
+  }
+}
+
+// Which shapes take the QKV product and core in one kernel (host arithmetic, runs without a GPU).
+TEST(ProjectedAttentionFits, SequencesOf128HeadsOf64FillingTheGpu) {
+  cuda::ProjectedAttentionArgs a;
+  a.dtype = DType::kFloat16, a.B = 32, a.S = 128, a.E = 768, a.H = 12, a.D = 64;
+  a.sm_count = 132, a.cc_major = 9, a.cc_minor = 0;
+  EXPECT_TRUE(cuda::projected_attention_fits(a));  // BERT-base b32: 384 (batch, head) pairs
+  auto with = [&](auto change) {
+    cuda::ProjectedAttentionArgs b = a;
+    change(b);
+    return cuda::projected_attention_fits(b);
+  };
+  EXPECT_TRUE(with([](auto& b) { b.dtype = DType::kBFloat16; }));
+  EXPECT_TRUE(with([](auto& b) { b.B = 11; }));  // 132 pairs
+  EXPECT_FALSE(with([](auto& b) { b.B = 10; }));  // SMs idle
+  EXPECT_FALSE(with([](auto& b) { b.dtype = DType::kFloat32; }));
+  EXPECT_FALSE(with([](auto& b) { b.S = 64; }));
+  EXPECT_FALSE(with([](auto& b) { b.S = 256; }));
+  EXPECT_FALSE(with([](auto& b) { b.D = 128; }));
+  EXPECT_FALSE(with([](auto& b) { b.E = 100; }));  // rows of X not 16-byte multiples
+  EXPECT_FALSE(with([](auto& b) { b.mask.q = 128; }));  // a mask per query
+  EXPECT_FALSE(with([](auto& b) { b.mask.causal = true; }));
+  EXPECT_FALSE(with([](auto& b) { b.cc_major = 8, b.cc_minor = 9; }));
+  EXPECT_FALSE(with([](auto& b) { b.cc_major = 10; }));
+}
+
+// The QKV product and core in one kernel (on compute capability 9.0): CTAs of one, two and three
+// (batch, head) tiles (the copy pipeline running on across tiles), a depth of four K steps (as
+// many as the pipeline's stages), no biases, masks by head, a fully masked batch, a NaN mask
+// value, bfloat16.
+TEST(CudaAttention, HalfPrecisionProjectedCore) {
+  INGOT_REQUIRE_GPU();
+  const ScopedEnv qkv("INGOT_CUDA_QKV_ATTENTION", "1");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto batch_2_masked = [](int64_t idx, const Shape& s) { return batch_of(idx, s) != 2 && padding(idx, s); };
+  auto nan_at = [](int64_t idx, const Shape& s) { return !(batch_of(idx, s) == 1 && key_of(idx, s) == 5); };
+  for (auto [B, H] : {std::pair<int64_t, int64_t>{11, 12}, {12, 12}, {32, 12}, {40, 4}}) {
+    for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+      const double tol = dt == DType::kFloat16 ? kHalfTol : kBf16Tol;
+      Case c;
+      c.B = B, c.S = 128, c.H = H, c.E = 64 * H, c.M = 96, c.mask_kind = "add", c.mask_shape = {B, 1, 1, 128};
+      run_case(c, dt, tol, tol, padding);
+      c.biases = false, c.mask_kind = "bool", c.int_mask = DType::kInt64, c.mask_shape = {B, H, 1, 128};
+      run_case(c, dt, tol, tol, padding);
+      c.biases = true, c.int_mask = DType::kUndefined, c.mask_kind = "none", c.mask_shape = {}, c.out_proj = false;
+      run_case(c, dt, tol, tol);
+      c.mask_kind = "add", c.mask_shape = {B, 1, 1, 128}, c.out_proj = true, c.nan_to_zero = true;
+      run_case(c, dt, tol, tol, batch_2_masked);
+      c.nan_to_zero = false;
+      run_case(c, dt, tol, tol, nan_at, nan);
     }
   }
 }

@@ -4,6 +4,8 @@
 //                                          and Q for the query rows alone, project_qkv)
 //   2. context = softmax(scale · Q Kᵀ + mask) V per head, flash style (attention.cu), read from qkv
 //      and written head-interleaved into [B*S, N] without transposes
+//      (steps 1 and 2 are one kernel, attention_projected.cu, where S is 128 and heads are 64 wide:
+//      no qkv is stored)
 //   3. Y = context · W_out + b_out (+ R)   a second GEMM (without W_out the context is Y itself); a
 //                                          residual R (input 6) is its C, added in the epilogue;
 //                                          a LayerNorm of Y (inputs 7-8, norm_epsilon) goes into
@@ -132,8 +134,12 @@ class AttentionKernel : public CudaKernel {
     if (absorbs_keys(ctx, B, S, E, N, query_pos)) {
       INGOT_RETURN_IF_ERROR(absorbed_context(ctx, B, S, E, N, query_pos[0], context));
     } else {
-      INGOT_RETURN_IF_ERROR(project_qkv(ctx, B, S, E, N, query_pos, qkv));
-      INGOT_RETURN_IF_ERROR(core(ctx, B, S, N, query_pos, qkv, context));
+      bool fused = false;
+      INGOT_RETURN_IF_ERROR(projected_core(ctx, B, S, E, N, query_pos, context, fused));
+      if (!fused) {
+        INGOT_RETURN_IF_ERROR(project_qkv(ctx, B, S, E, N, query_pos, qkv));
+        INGOT_RETURN_IF_ERROR(core(ctx, B, S, N, query_pos, qkv, context));
+      }
     }
 
     if (has_out) {
@@ -208,6 +214,32 @@ class AttentionKernel : public CudaKernel {
     a.prefetch = ctx.l2_prefetch();
     if (ctx.handles().skips("Attention.core")) return Status::ok();
     return cuda_status(launch_attention_core(a, ctx.stream()), "attention core");
+  }
+
+  // Steps 1 and 2 in one kernel (attention_projected.cu) where projected_attention_fits (S 128,
+  // heads of 64, a key mask, every position queried, one (batch, head) or more a multiprocessor):
+  // `fused` says whether it ran. INGOT_CUDA_QKV_ATTENTION=0: never (an A/B switch).
+  Status projected_core(CudaComputeContext& ctx, int64_t B, int64_t S, int64_t E, int64_t N,
+                        const std::vector<int64_t>& query_pos, void* context, bool& fused) const {
+    fused = false;
+    if (!query_pos.empty() || N % attrs_.heads != 0) return Status::ok();
+    if (const char* e = std::getenv("INGOT_CUDA_QKV_ATTENTION"); e && std::string(e) == "0") return Status::ok();
+    const CudaHandles& h = ctx.handles();
+    ProjectedAttentionArgs a;
+    a.x = ctx.input(kX).raw(), a.w = ctx.input(kWqkv).raw();
+    a.bias = ctx.has_input(kBqkv) ? ctx.input(kBqkv).raw() : nullptr;
+    a.context = context;
+    a.B = B, a.S = S, a.E = E, a.H = attrs_.heads, a.D = N / attrs_.heads, a.dtype = ctx.input(kX).dtype();
+    INGOT_RETURN_IF_ERROR(mask_of(ctx, B, S, a.mask));
+    a.scale = attrs_.scale;
+    a.sm_count = h.sm_count, a.cc_major = h.cc_major, a.cc_minor = h.cc_minor;
+    a.prefetch = ctx.l2_prefetch();
+    if (!projected_attention_fits(a)) return Status::ok();
+    if (h.skips("Attention.core")) return fused = true, Status::ok();
+    const cudaError_t e = launch_projected_attention(a, ctx.stream());
+    if (e == cudaErrorNotSupported) return Status::ok();
+    fused = true;
+    return cuda_status(e, "attention (QKV product and core)");
   }
 
   // The flash kernel's multicast of K and V (attention.cu): on compute capability 9.x, where it

@@ -85,6 +85,32 @@ cudaError_t launch_absorbed_query(const AbsorbedQueryArgs& args, cudaStream_t st
 bool attention_wgmma_fits(const AttentionCoreArgs& args);
 cudaError_t launch_attention_wgmma(const AttentionCoreArgs& args, cudaStream_t stream);
 
+// ingot.Attention's QKV product and core in one kernel on Hopper (attention_projected.cu, built
+// for sm_90a alone): context = softmax(scale · Q Kᵀ + mask) V per head with q|k|v = X · W_qkv +
+// b_qkv computed tile by tile in the kernel, never stored. One CTA's tile is one (batch, head):
+// S must be 128 and the head size 64.
+struct ProjectedAttentionArgs {
+  const void* x = nullptr;     // [B*S, E]
+  const void* w = nullptr;     // [E, 3N]: W_q | W_k | W_v, head h at columns h*64 of each
+  const void* bias = nullptr;  // [3N] or null; 16-byte aligned
+  void* context = nullptr;     // [B*S, N]
+  int64_t B = 0, S = 0, E = 0, H = 0, D = 0;
+  DType dtype = DType::kFloat16;
+  AttentionMask mask;
+  float scale = 1.f;
+  int sm_count = 0, cc_major = 0, cc_minor = 0;
+  L2Prefetch prefetch;  // requested once the first tile's copies are asked for
+};
+
+// Whether the kernel takes these arguments: float16/bfloat16, compute capability 9.0, S 128, D
+// 64, E a multiple of 8, a key mask or none (not causal, no per-query mask), and at least one
+// (batch, head) a multiprocessor (fewer leave SMs idle that the unfused pair's smaller blocks
+// use). The launch: cudaErrorInvalidValue where it does not fit, cudaErrorNotSupported (nothing
+// launched; the caller takes the unfused pair) where the copy engine cannot describe a tensor or
+// the bias is not 16-byte aligned.
+bool projected_attention_fits(const ProjectedAttentionArgs& args);
+cudaError_t launch_projected_attention(const ProjectedAttentionArgs& args, cudaStream_t stream);
+
 // Enqueues the core on `stream`; D <= kAttentionMaxHeadDim, dtype float32/float16/bfloat16,
 // mask_dtype bool/int8/uint8/int32/int64/float32/float16/bfloat16.
 cudaError_t launch_attention_core(const AttentionCoreArgs& args, cudaStream_t stream);
