@@ -8,19 +8,26 @@
 // first loads are gone. Unfused, a layer took 21.7 µs of QKV product and 10.0 of core (H200, graph
 // trace of developer session 35).
 //
-// A persistent grid (one CTA a multiprocessor, tiles t = b·H + h strided over it), warp-specialized:
-//   warpgroup 0, one thread: the copy engine's tensor copies of X's [128 x 64] box and W's three
-//       [64 x 64] boxes (Q's, K's and V's columns of the head) a K step into kStages
-//       128-byte-swizzled stages, running ahead into the next tile while the consumers finish one;
-//   warpgroups 1 and 2 (c = 0, 1): positions 64c .. 64c + 63, one wgmma m64n192k16 a 16 of K
-//       (W MN-major as stored), then the attention of their 64 queries:
-//         q|k|v = rounded(acc + bias)       what the unfused product would have stored, through
-//                                           stmatrix into six 64 x 64 boxes [Q0 Q1 K0 K1 V0 V1]
-//                                           (K and V of the 128 keys contiguous);
-//         S = Q_c Kᵀ                        4 wgmma m64n128k16, both operands in shared memory;
+// A persistent grid (one CTA a multiprocessor, tiles t = b·H + h strided over it), four
+// warpgroups a CTA:
+//   0, one thread: the copy engine's tensor copies of X's [128 x 64] box and W's three [64 x 64]
+//       boxes (Q's, K's and V's columns of the head) a K step into kStages 128-byte-swizzled
+//       stages, running ahead into the next tile;
+//   1 and 2 (c = 0, 1): positions 64c .. 64c + 63, one wgmma m64n192k16 a 16 of K (W MN-major
+//       as stored), then q|k|v = rounded(acc + bias) (what the unfused product would have
+//       stored) through stmatrix into six 64 x 64 boxes [Q0 Q1 K0 K1 V0 V1] (K and V of the 128
+//       keys contiguous), and on to the next tile;
+//   3: the attention of the tile, while the products of the next one run, for query blocks
+//       qb = 0, 1 in turn:
+//         S = Q_qb Kᵀ                       4 wgmma m64n128k16, both operands in shared memory;
 //         P = 2^(S·scale·log2 e + mask - max) over all 128 keys at once (no online rescaling);
 //         O = P V / rowsum                  8 wgmma m64n64k16, P from registers;
-//         O into Q_c's box, out by the copy engine to context [B·S, N] at (b·128 + 64c, h·64).
+//         O into Q_qb's box, out by the copy engine to context [B·S, N] at (b·128 + 64qb, h·64).
+// The boxes change hands through two named barriers (filled: products to attention; free: back).
+// H200, BERT-base b32, graph trace of developer session 35 (µs a layer): 30.4-33.5 with warpgroups
+// 1 and 2 doing the attention too (the tensor cores idle meanwhile); 27.2-29.0 as above. The
+// products' copies are ~7 TB/s of L2 (cuBLASLt's QKV product too): clusters of two sharing W by
+// multicast would cut them by 30 %, but a first try (branch wip/qkv-attention-cluster) ran 47 µs.
 // Semantics are attention_wgmma.cu's (attention.cu's header): additive key-mask values in base 2,
 // a row with a NaN score or no finite score takes `fill`.
 #include <cuda.h>
