@@ -43,7 +43,6 @@
 
 using namespace ingot::bench;
 using ingot::cuda::smem_addr;
-using ingot::cuda::sw128_desc;
 
 // Row-major [rows, cols] fp16, 128-byte-swizzled boxes of box_rows x 64.
 CUtensorMap make_map(const __half* p, int rows, int cols, int box_rows) {
@@ -128,10 +127,8 @@ __global__ void __cluster_dims__(kN / kBN, 1, 1) __launch_bounds__(384, 1)
     const int s = kt % S;
     ingot::cuda::mbar_wait_parity(smem_addr(&bars[s]), (kt / S) & 1);
     ingot::cuda::wgmma_fence();
-    const uint32_t a0 = smem_addr(as + s * kABytes) + wg * 64 * 128, b0 = smem_addr(bs + s * kBBytes);
-#pragma unroll
-    for (int k = 0; k < kBK / 16; ++k)
-      ingot::cuda::wgmma_ss_wide<__half, kBN>(acc, sw128_desc(a0 + k * 32), sw128_desc(b0 + k * 32), kt > 0 || k > 0);
+    ingot::cuda::wgmma_k64<__half, kBN, false>(acc, smem_addr(as + s * kABytes) + wg * 64 * 128, smem_addr(bs + s * kBBytes),
+                                               0, kt > 0);
     ingot::cuda::wgmma_commit();
     ingot::cuda::wgmma_wait<1>();
     // A warpgroup's wgmma is one operation: once any of its warps has waited for it, the stage's

@@ -65,7 +65,6 @@ namespace {
 
 using namespace ingot::bench;
 using ingot::cuda::smem_addr;
-using ingot::cuda::sw128_desc;
 
 constexpr int kBM = 128, kBK = 64, kThreads = 384, kMaxBias = 4096;
 
@@ -340,11 +339,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           continue;
         }
         ingot::cuda::wgmma_fence();
-        const uint32_t a0 = as + s * kABytes + c * 64 * 128, b0 = bs + s * kBBytes;
-        ingot::cuda::wgmma_ss_wide<__half, BN>(acc, sw128_desc(a0), sw128_desc(b0), kt > 0);
-#pragma unroll
-        for (int k = 1; k < kBK / 16; ++k)
-          ingot::cuda::wgmma_ss_wide<__half, BN>(acc, sw128_desc(a0 + k * 32), sw128_desc(b0 + k * 32));
+        ingot::cuda::wgmma_k64<__half, BN, false>(acc, as + s * kABytes + c * 64 * 128, bs + s * kBBytes, 0, kt > 0);
         ingot::cuda::wgmma_commit();
         if (res_tma && kt == 0 && tile_i > 0 && lt == 0) {
           // The previous tile's stores have read the staging boxes: the producer may refill them.

@@ -13,38 +13,20 @@
 
 namespace ingot::cpu {
 
-// Sum of a row with 8 independent lanes (vectorisable without -ffast-math); lanes are flushed
-// into a double every 1024 elements so long rows keep their precision.
-template <class T>
-double row_sum(const T* p, int64_t n, double shift = 0) {
+// Σ f(p[i]) over a row (f of the element in its accumulation type), with 8 independent lanes
+// (vectorisable without -ffast-math); lanes are flushed into a double every 1024 elements so long
+// rows keep their precision.
+template <class T, class F>
+double row_lane_sum(const T* p, int64_t n, F f) {
   using A = AccOf<T>;
   double total = 0;
-  const A sh = A(shift);
   for (int64_t b = 0; b < n; b += 1024) {
     int64_t e = std::min(n, b + 1024);
     A lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = b;
     for (; i + 8 <= e; i += 8)
-      for (int l = 0; l < 8; ++l) lane[l] += A(p[i + l]) - sh;
-    for (; i < e; ++i) lane[0] += A(p[i]) - sh;
-    for (int l = 0; l < 8; ++l) total += double(lane[l]);
-  }
-  return total;
-}
-
-// Sum of (p[i] - mean)^2.
-template <class T>
-double row_sqdev(const T* p, int64_t n, double mean) {
-  using A = AccOf<T>;
-  double total = 0;
-  const A m = A(mean);
-  for (int64_t b = 0; b < n; b += 1024) {
-    int64_t e = std::min(n, b + 1024);
-    A lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = b;
-    for (; i + 8 <= e; i += 8)
-      for (int l = 0; l < 8; ++l) { A d = A(p[i + l]) - m; lane[l] += d * d; }
-    for (; i < e; ++i) { A d = A(p[i]) - m; lane[0] += d * d; }
+      for (int l = 0; l < 8; ++l) lane[l] += f(A(p[i + l]));
+    for (; i < e; ++i) lane[0] += f(A(p[i]));
     for (int l = 0; l < 8; ++l) total += double(lane[l]);
   }
   return total;
@@ -53,8 +35,10 @@ double row_sqdev(const T* p, int64_t n, double mean) {
 // Mean and 1/sqrt(var + eps) of a contiguous row, two passes.
 template <class T>
 void row_stats(const T* p, int64_t n, double eps, double* mean, double* inv_std) {
-  double m = n ? row_sum(p, n) / double(n) : 0.0;
-  double var = n ? row_sqdev(p, n, m) / double(n) : 0.0;
+  using A = AccOf<T>;
+  double m = n ? row_lane_sum(p, n, [](A x) { return x; }) / double(n) : 0.0;
+  const A am = A(m);
+  double var = n ? row_lane_sum(p, n, [am](A x) { A d = x - am; return d * d; }) / double(n) : 0.0;
   *mean = m;
   *inv_std = 1.0 / std::sqrt(var + eps);
 }

@@ -1,6 +1,6 @@
 // Device helpers shared by ingot.Attention's core kernels (attention.cu, attention_wgmma.cu) and
 // the single-query kernel with absorbed keys (attention_absorbed.cu): mask elements as additive
-// values, the base-2 softmax's pieces, quad reductions, and packing to 16-bit pairs.
+// values, the base-2 softmax's pieces, quad reductions (packing to 16-bit pairs: half_pair.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/half_pair.cuh"
 #include "ingot/dtype.h"
 
 namespace ingot::cuda {
@@ -107,17 +108,6 @@ __device__ __forceinline__ float online_softmax_row(At at, float& m, float& l) {
   }
   l = l * alpha + sum;  // reduced over the quad at the end
   return alpha;
-}
-
-// Two floats as one register of two 16-bit values (lo = first, the lower column).
-template <class T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-  __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
 }
 
 // The MaskType of a mask of dtype `dt` (kMaskNone when `mask` is null); -1: not a mask dtype.

@@ -64,21 +64,6 @@ struct Params {
   L2Prefetch prefetch;
 };
 
-template <class T>
-__device__ __forceinline__ uint32_t pack_pair(float x, float y) {
-  return pack2<T>(x, y);
-}
-template <class T>
-__device__ __forceinline__ float2 unpack_pair(uint32_t b);
-template <>
-__device__ __forceinline__ float2 unpack_pair<__half>(uint32_t b) {
-  return __half22float2(*reinterpret_cast<const __half2*>(&b));
-}
-template <>
-__device__ __forceinline__ float2 unpack_pair<__nv_bfloat16>(uint32_t b) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&b));
-}
-
 // Named barriers (0 is __syncthreads): the product warpgroups' own; the boxes filled (product
 // warpgroups arrive, the attention warpgroup waits); the boxes free again (the other way round);
 // the attention warpgroup's own.
@@ -113,11 +98,7 @@ __device__ __forceinline__ void tile_products(const Params& p, int b, int h, int
     const int s = it % kStages;
     mbar_wait_parity(smem_addr(&full[s]), (it / kStages) & 1);
     wgmma_fence();
-    const uint32_t a0 = as + s * kABytes + c * 64 * 128, w0 = ws + s * kWBytes;
-    wgmma_ss_wide<T, kBN, true>(acc, sw128_desc(a0), sw128_mn_desc(w0, kBoxBytes), kt > 0);
-#pragma unroll
-    for (int k = 1; k < kBK / 16; ++k)
-      wgmma_ss_wide<T, kBN, true>(acc, sw128_desc(a0 + k * 32), sw128_mn_desc(w0 + k * 16 * 128, kBoxBytes));
+    wgmma_k64<T, kBN, true>(acc, as + s * kABytes + c * 64 * 128, ws + s * kWBytes, kBoxBytes, kt > 0);
     wgmma_commit();
     wgmma_wait<1>();  // the previous stage's products are done: hand it back
     if (kt > 0 && lt == 0) mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
@@ -137,8 +118,8 @@ __device__ __forceinline__ void tile_products(const Params& p, int b, int h, int
 #pragma unroll
       for (int jq = 0; jq < 4; ++jq) {
         const int j = 4 * j4 + jq, col = 8 * j + 2 * t4;
-        const float2 bb = unpack_pair<T>(*reinterpret_cast<const uint32_t*>(&bias_s[parity][col]));
-        v[jq] = pack_pair<T>(acc[4 * j + 2 * r2] + bb.x, acc[4 * j + 2 * r2 + 1] + bb.y);
+        const float2 bb = unpack2<T>(*reinterpret_cast<const uint32_t*>(&bias_s[parity][col]));
+        v[jq] = pack2<T>(acc[4 * j + 2 * r2] + bb.x, acc[4 * j + 2 * r2 + 1] + bb.y);
       }
       stmatrix_x4(swizzled_x4_at(stg + uint32_t(c) * kBoxBytes, 2 * kBoxBytes, j4, warp * 16 + 8 * r2, lane), v);
     }
@@ -156,9 +137,7 @@ __device__ __forceinline__ void block_attention(const Params& p, int qb, uint32_
   const uint32_t q_box = stg + uint32_t(qb) * kBoxBytes, k_all = stg + 2 * kBoxBytes, v_all = stg + 4 * kBoxBytes;
   float s[kS / 2];  // m64n128: 4 accumulators a thread per 8 keys
   wgmma_fence();
-  wgmma_ss_wide<T, kS, false>(s, sw128_desc(q_box), sw128_desc(k_all), false);
-#pragma unroll
-  for (int kk = 1; kk < kD / 16; ++kk) wgmma_ss_wide<T, kS, false>(s, sw128_desc(q_box + kk * 32), sw128_desc(k_all + kk * 32));
+  wgmma_k64<T, kS, false>(s, q_box, k_all, 0, false);
   wgmma_commit();
   wgmma_wait<0>();
 

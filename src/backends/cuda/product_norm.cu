@@ -24,6 +24,7 @@
 #include "backends/cuda/bulk_copy.cuh"
 #include "backends/cuda/cuda_tensor_map.h"
 #include "backends/cuda/dependent_launch.cuh"
+#include "backends/cuda/half_pair.cuh"
 #include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/mma_sync.cuh"
 #include "backends/cuda/product_norm_impl.h"
@@ -37,24 +38,6 @@ constexpr int kThreads = 384, kMaxN = int(kProductNormMaxN), kMaxBlocks = kMaxN 
 static_assert(kMaxN <= 8 * 256, "the 256 consumer threads load bias, gamma and beta 8 elements each");
 constexpr uint32_t kBoxBytes = 64 * 64 * 2, kABytes = kBM * kBK * 2, kWBytes = kBN * kBK * 2;
 constexpr size_t kSmemBytes = 1024 + size_t(kStages) * (kABytes + kWBytes) + size_t(kBM) * kBN * 2;
-
-template <class T> struct Pair;
-template <> struct Pair<__half> {
-  static __device__ float2 unpack(uint32_t b) { return __half22float2(*reinterpret_cast<const __half2*>(&b)); }
-  static __device__ uint32_t pack(float x, float y) {
-    const __half2 v = __floats2half2_rn(x, y);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-};
-template <> struct Pair<__nv_bfloat16> {
-  static __device__ float2 unpack(uint32_t b) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&b));
-  }
-  static __device__ uint32_t pack(float x, float y) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-};
 
 struct Params {
   const void *bias, *gamma, *beta;  // [N]; bias and beta may be null
@@ -145,11 +128,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int s = kt % kStages;
     mbar_wait_parity(smem_addr(&full[s]), (kt / kStages) & 1);
     wgmma_fence();
-    const uint32_t a0 = as + s * kABytes + c * 64 * 128, w0 = ws + s * kWBytes;
-    wgmma_ss_wide<T, kBN, true>(acc, sw128_desc(a0), sw128_mn_desc(w0, kBoxBytes), kt > 0);
-#pragma unroll
-    for (int k = 1; k < kBK / 16; ++k)
-      wgmma_ss_wide<T, kBN, true>(acc, sw128_desc(a0 + k * 32), sw128_mn_desc(w0 + k * 16 * 128, kBoxBytes));
+    wgmma_k64<T, kBN, true>(acc, as + s * kABytes + c * 64 * 128, ws + s * kWBytes, kBoxBytes, kt > 0);
     wgmma_commit();
     wgmma_wait<1>();  // the previous stage's products are done: hand it back
     if (kt > 0 && lt == 0) mbar_arrive(smem_addr(&empty[(kt - 1) % kStages]));
@@ -174,8 +153,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int jq = 0; jq < 4; ++jq) {
         const int j = 4 * j4 + jq, col = n0 + 8 * j + 2 * t4;
-        const float2 b = Pair<T>::unpack(*reinterpret_cast<const uint32_t*>(bias_s + col)), r = Pair<T>::unpack(res[jq]);
-        const float2 v = Pair<T>::unpack(Pair<T>::pack(acc[4 * j + 2 * r2] + b.x + r.x, acc[4 * j + 2 * r2 + 1] + b.y + r.y));
+        const float2 b = unpack2<T>(*reinterpret_cast<const uint32_t*>(bias_s + col)), r = unpack2<T>(res[jq]);
+        const float2 v = unpack2<T>(pack2<T>(acc[4 * j + 2 * r2] + b.x + r.x, acc[4 * j + 2 * r2 + 1] + b.y + r.y));
         acc[4 * j + 2 * r2] = v.x, acc[4 * j + 2 * r2 + 1] = v.y;
         mean[r2] += v.x + v.y;
       }
@@ -243,9 +222,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int jq = 0; jq < 4; ++jq) {
         const int j = 4 * j4 + jq, col = n0 + 8 * j + 2 * t4;
-        const float2 gm = Pair<T>::unpack(*reinterpret_cast<const uint32_t*>(gamma_s + col));
-        const float2 bt = Pair<T>::unpack(*reinterpret_cast<const uint32_t*>(beta_s + col));
-        h[jq] = Pair<T>::pack((acc[4 * j + 2 * r2] - mean[r2]) * inv[r2] * gm.x + bt.x,
+        const float2 gm = unpack2<T>(*reinterpret_cast<const uint32_t*>(gamma_s + col));
+        const float2 bt = unpack2<T>(*reinterpret_cast<const uint32_t*>(beta_s + col));
+        h[jq] = pack2<T>((acc[4 * j + 2 * r2] - mean[r2]) * inv[r2] * gm.x + bt.x,
                               (acc[4 * j + 2 * r2 + 1] - mean[r2]) * inv[r2] * gm.y + bt.y);
       }
       stmatrix_x4(staging_at(stg, c, j4, r2, warp, lane), h);

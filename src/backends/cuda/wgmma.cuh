@@ -155,6 +155,21 @@ __device__ __forceinline__ void wgmma_ss_wide(float (&d)[N / 2], uint64_t da, ui
 #undef INGOT_WGMMA_D32
 #undef INGOT_WGMMA_D32_OPERANDS
 
+// d[64 x N] (+)= A[64 x 64] · B[64 x N] over one 64-deep step of K, as four wgmma_ss_wide: A
+// K-major at a0 (64 rows of 128 bytes); B K-major at b0 (kTransB false: N rows of 128 bytes) or
+// MN-major (kTransB true: 64-column boxes of 64 rows of K, box_bytes apart). `accumulate` false
+// overwrites d with the step's product.
+template <class T, int N, bool kTransB>
+__device__ __forceinline__ void wgmma_k64(float (&d)[N / 2], uint32_t a0, uint32_t b0, uint32_t box_bytes,
+                                          bool accumulate) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint32_t a = a0 + k * 32;
+    const uint64_t db = kTransB ? sw128_mn_desc(b0 + k * 16 * 128, box_bytes) : sw128_desc(b0 + k * 32);
+    wgmma_ss_wide<T, N, kTransB>(d, sw128_desc(a), db, accumulate || k > 0);
+  }
+}
+
 // Before the first wgmma that reads registers written by ordinary instructions (accumulators,
 // register A), and between such writes and the next wgmma.
 __device__ __forceinline__ void wgmma_fence() {
