@@ -26,8 +26,10 @@
 // The boxes change hands through two named barriers (filled: products to attention; free: back).
 // H200, BERT-base b32, graph trace of developer session 35 (µs a layer): 30.4-33.5 with warpgroups
 // 1 and 2 doing the attention too (the tensor cores idle meanwhile); 27.2-29.0 as above. The
-// products' copies are ~7 TB/s of L2 (cuBLASLt's QKV product too): clusters of two sharing W by
-// multicast would cut them by 30 %, but a first try (branch wip/qkv-attention-cluster) ran 47 µs.
+// products' copies are ~7 TB/s of L2 (cuBLASLt's QKV product too), yet clusters of two sharing W
+// by multicast (30 % fewer L2 bytes; branch wip/qkv-cluster-rebased, developer session 36) ran
+// at the same 28.4 µs: L2's bandwidth is not the bound. Nor did the out-projection and LayerNorm
+// in this kernel pay (branch wip/attention-block: its out tiles wait for the last heads).
 // Semantics are attention_wgmma.cu's (attention.cu's header): additive key-mask values in base 2,
 // a row with a NaN score or no finite score takes `fill`.
 #include <cuda.h>
