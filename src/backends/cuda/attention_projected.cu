@@ -283,7 +283,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (lt == 0) bulk_wait_read();  // the boxes are written again by the next tile
     if (tile + int(gridDim.x) < p.tiles) bar_arrive(kBarFree, 384);
   }
-  if (lt == 0) bulk_wait_all();
+  // The last stores must have read the boxes before the CTA ends; their writes complete with
+  // the grid (product_norm.cu says why not wait for them).
+  if (lt == 0) bulk_wait_read();
 }
 
 template <class T>
