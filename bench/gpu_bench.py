@@ -52,7 +52,10 @@ warnings and max-autotune's autotuning reports, keep it out of the returned tail
       --time-budget 300 --json $OUT/b.json >$OUT/b.log 2>$OUT/b.err; tail -c 6000 $OUT/b.log
   python3 bench/gpu_bench.py --quick ...                  # smoke test: few iterations
 With max-autotune among other modes, every model gets its ingot figures and the other modes first
-and max-autotune afterwards, model by model while --time-budget lasts.
+and max-autotune afterwards, model by model while --time-budget lasts. --inductor-cache DIR keeps
+torch.compile's caches there; carried to the next machine of the same kind (scripts/gpu-session.sh
+--inductor-cache does it through .gpu), max-autotune loads its choices there instead of spending
+minutes a shape autotuning again, so every mode fits one call.
 --idle-ms MS times every side with MS of idle before each timed run (`ingot bench --idle-time`, a
 sleep before each PyTorch call): the latency of requests that arrive apart, with the GPU at its
 full clock, where back to back (the default) a batch-32 run holds the board at its power limit.
@@ -1010,6 +1013,10 @@ def main():
     ap.add_argument("--no-grad", action="store_true", help="PyTorch under torch.no_grad() instead of inference_mode()")
     ap.add_argument("--quick", action="store_true", help="smoke test: 20 iterations, 100 ms warm-up")
     ap.add_argument("--work", default="/tmp/ingot_gpu_bench", help="work dir, local to the GPU machine")
+    ap.add_argument("--inductor-cache", default="",
+                    help="torch.compile's caches in this dir (TORCHINDUCTOR_CACHE_DIR; Triton's under it): "
+                         "carried to another machine of the same kind, a compile of the same model and shape "
+                         "loads its graph, with max-autotune's choices, instead of autotuning again")
     ap.add_argument("--re-export", action="store_true", help="export ONNX again even if the work dir has it")
     ap.add_argument("--reuse-engines", action="store_true", help="keep engines the work dir already has")
     ap.add_argument("--time-budget", type=float, default=0,
@@ -1052,6 +1059,16 @@ def main():
         log(f"warning: the work dir {args.work} is under $OUT: ONNX files and engines would come back")
 
     import numpy as np
+    if args.inductor_cache:
+        # Before torch is imported: inductor reads these once. The FX graph and AOTAutograd caches
+        # (on by default in this torch) key on the graph, the config, torch's version and the
+        # device, so only a machine of the same kind hits them.
+        cache = os.path.abspath(args.inductor_cache)
+        os.makedirs(cache, exist_ok=True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+        os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+        os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
     import torch
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
