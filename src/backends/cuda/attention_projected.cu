@@ -47,6 +47,7 @@
 #include "backends/cuda/l2_prefetch.cuh"
 #include "backends/cuda/mma_sync.cuh"
 #include "backends/cuda/wgmma.cuh"
+#include "backends/cuda/wgmma_stages.cuh"
 
 namespace ingot::cuda {
 namespace {
@@ -96,17 +97,8 @@ __device__ __forceinline__ void tile_products(const Params& p, int b, int h, int
   float acc[kBN / 2];
 #pragma unroll
   for (int i = 0; i < kBN / 2; ++i) acc[i] = 0.f;
-  for (int kt = 0; kt < KT; ++kt, ++it) {
-    const int s = it % kStages;
-    mbar_wait_parity(smem_addr(&full[s]), (it / kStages) & 1);
-    wgmma_fence();
-    wgmma_k64<T, kBN, true>(acc, as + s * kABytes + c * 64 * 128, ws + s * kWBytes, kBoxBytes, kt > 0);
-    wgmma_commit();
-    wgmma_wait<1>();  // the previous stage's products are done: hand it back
-    if (kt > 0 && lt == 0) mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
-  }
-  wgmma_wait<0>();
-  if (lt == 0) mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
+  wgmma_k_steps<T, kBN, kStages>(acc, KT, it, as + c * 64 * 128, kABytes, ws, kWBytes, kBoxBytes, full, empty, lt == 0);
+  if (lt == 0) mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));  // the next tile's copies may use it
   if (ct < kBN / 8) *reinterpret_cast<uint4*>(&bias_s[parity][8 * ct]) = bias_r;
   bar_sync(kBarProducts, 256);  // the bias is in
   bar_sync(kBarFree, 384);      // the last tile's attention is done with the boxes

@@ -29,6 +29,7 @@
 #include "backends/cuda/mma_sync.cuh"
 #include "backends/cuda/product_norm_impl.h"
 #include "backends/cuda/wgmma.cuh"
+#include "backends/cuda/wgmma_stages.cuh"
 
 namespace ingot::cuda {
 namespace {
@@ -124,16 +125,8 @@ __global__ void __launch_bounds__(kThreads, 1)
               beta_r = load_param<T>(p.beta, p.N, ct);
   if (p.params_constant) wait_prior_grids();
   float acc[kBN / 2];
-  for (int kt = 0; kt < KT; ++kt) {
-    const int s = kt % kStages;
-    mbar_wait_parity(smem_addr(&full[s]), (kt / kStages) & 1);
-    wgmma_fence();
-    wgmma_k64<T, kBN, true>(acc, as + s * kABytes + c * 64 * 128, ws + s * kWBytes, kBoxBytes, kt > 0);
-    wgmma_commit();
-    wgmma_wait<1>();  // the previous stage's products are done: hand it back
-    if (kt > 0 && lt == 0) mbar_arrive(smem_addr(&empty[(kt - 1) % kStages]));
-  }
-  wgmma_wait<0>();
+  int it = 0;
+  wgmma_k_steps<T, kBN, kStages>(acc, KT, it, as + c * 64 * 128, kABytes, ws, kWBytes, kBoxBytes, full, empty, lt == 0);
   if (8 * ct < p.N) {
     *reinterpret_cast<uint4*>(bias_s + 8 * ct) = bias_r;
     *reinterpret_cast<uint4*>(gamma_s + 8 * ct) = gamma_r;
