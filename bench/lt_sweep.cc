@@ -182,7 +182,7 @@ struct Timer {
 // configuration would lose.
 cublasLtMatmulAlgo_t rebuilt(cublasLtHandle_t lt, const cublasLtMatmulAlgo_t& algo) {
   cublasLtMatmulAlgo_t out{};
-  if (!algo_from_config(lt, CUBLAS_COMPUTE_32F, CUDA_R_16F, config_of(algo), out)) {
+  if (!algo_from_config(lt, CUBLAS_COMPUTE_32F, CUDA_R_16F, CUDA_R_16F, config_of(algo), out)) {
     printf("cuBLASLt refused the configuration %s read from its own candidate\n", describe(algo).c_str());
     exit(1);
   }

@@ -4,11 +4,15 @@
 // LayerNormalization kernel): BERT's two b32 shapes (the fused kernel on a 132-SM Hopper), rows
 // and depths that are not tile multiples, no residual, no bias, no beta, bfloat16, a width of
 // one column block, and shapes the fused kernel leaves to cuBLASLt + LayerNorm; run after run
-// the same bits (the row blocks' counters go back to zero).
+// the same bits (the row blocks' counters go back to zero). And the K split of few-row deep
+// products (product_norm.h: a batched product into float32 partials, summed by the LayerNorm
+// kernel): which shapes it takes, and its output against the same references.
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "../ops/op_test_util.h"
+#include "backends/cuda/product_norm.h"
 #include "backends/cuda/product_norm_impl.h"
 #include "gpu_test_util.h"
 
@@ -30,6 +34,22 @@ TEST(ProductNormFits, FullWavesOfHopperTilesOnly) {
   EXPECT_FALSE(product_norm_fits(h, 4096, 768, 768, 132, 10, 0));
   EXPECT_FALSE(product_norm_fits(h, 4096, 1024, 768, 132, 9, 0));  // not a multiple of 192
   EXPECT_FALSE(product_norm_fits(h, 4096, 768, 100, 132, 9, 0));   // rows of A not 16-byte multiples
+}
+
+TEST(ProductNormSplit, DeepProductsOfFewRowsOnly) {
+  using cuda::product_norm_split;
+  const DType h = DType::kFloat16;
+  if (std::getenv("INGOT_CUDA_NORM_SPLIT")) GTEST_SKIP() << "INGOT_CUDA_NORM_SPLIT overrides the rule";
+  EXPECT_EQ(product_norm_split(h, 128, 768, 3072), 4);  // BERT's FFN 2 at batch 1
+  EXPECT_EQ(product_norm_split(DType::kBFloat16, 512, 1024, 4096), 4);
+  EXPECT_EQ(product_norm_split(h, 100, 768, 2304), 3);
+  EXPECT_EQ(product_norm_split(h, 128, 768, 768), 0);   // K = N: nothing to split
+  EXPECT_EQ(product_norm_split(h, 4096, 768, 3072), 0);  // enough rows for cuBLASLt's tiles
+  EXPECT_EQ(product_norm_split(DType::kFloat32, 128, 768, 3072), 0);
+  EXPECT_EQ(product_norm_split(h, 128, 768, 3000), 0);  // parts not whole 64-deep steps
+  EXPECT_EQ(product_norm_split(h, 128, 2048, 8192), 0);  // rows longer than a warp holds
+  EXPECT_EQ(cuda::product_norm_split_bytes(h, 128, 768, 3072), size_t(4 * 128 * 768 * 4));
+  EXPECT_EQ(cuda::product_norm_split_bytes(h, 128, 768, 768), 0u);
 }
 
 struct NormCase {
@@ -158,6 +178,19 @@ TEST(GpuProductNorm, ShapesLeftToCublasLtAndLayerNorm) {
   check({DType::kFloat16, 64, 768, 768});
   check({DType::kFloat32, 300, 256, 128});
   check({DType::kBFloat16, 1000, 1024, 256});
+}
+
+TEST(GpuProductNorm, DeepProductsOfFewRowsSplitOverK) {
+  INGOT_REQUIRE_GPU();
+  check({DType::kFloat16, 128, 768, 3072});   // BERT's FFN 2 at batch 1: four parts
+  check({DType::kBFloat16, 100, 768, 3072});
+  check({DType::kFloat16, 200, 768, 2304, false, false, false});  // three parts, no operands
+  check({DType::kFloat16, 512, 1024, 4096, true, false, true});
+  const NormCase c{DType::kFloat16, 128, 768, 3072};
+  const Operands o = operands(c);
+  const Tensor ref = check(c);
+  ASSERT_TRUE(ref.defined());
+  expect_cuda_runs_match(norm_model(o, true), {{"A", o.a}, {"R", o.r}}, ref, 1e-6, "three runs of one context");
 }
 
 TEST(GpuProductNorm, SameBitsEveryRunOfOneContext) {

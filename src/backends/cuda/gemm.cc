@@ -319,6 +319,10 @@ class FusedMatMulKernel : public CudaKernel {
 
   size_t workspace_bytes(const std::vector<InputMeta>& in, const std::vector<OutputMeta>& out) const override {
     if (in.size() < 2 || out.empty() || out[0].shape.empty() || out[0].shape.back() <= kSkinnyMaxN) return 0;
+    if (norm_) {  // the partial products of a K split (product_norm.h)
+      const int64_t n = out[0].shape.back(), m = n ? shape_numel(out[0].shape) / n : 0;
+      return in[1].shape.size() == 2 ? product_norm_split_bytes(in[0].dtype, m, n, in[1].shape[0]) : 0;
+    }
     const bool padded = w_padded_.defined() && in[1].value;
     if (!padded && out[0].dtype == in[0].dtype) return 0;
     const int64_t n = out[0].shape.back(), m = n ? shape_numel(out[0].shape) / n : 0;
@@ -358,6 +362,7 @@ class FusedMatMulKernel : public CudaKernel {
       n.epsilon = norm_epsilon_;
       n.params_constant = (!bias || ctx.host_value(2)) && ctx.host_value(4) && (!n.beta || ctx.host_value(5));
       n.prefetch = ctx.l2_prefetch();
+      n.scratch = ctx.workspace(), n.scratch_bytes = ctx.workspace_bytes();
       return product_layer_norm(ctx.handles(), d, A.raw(), W.raw(), Y.raw(), n, "FusedMatMul: product + LayerNorm");
     }
     bool gelu_after = false;

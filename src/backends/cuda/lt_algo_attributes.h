@@ -68,8 +68,8 @@ inline AlgoConfig config_of(const cublasLtMatmulAlgo_t& algo) {
 // `algo` initialised for algorithm config[0] of these types and given the other eight attributes;
 // false when cuBLASLt refuses one (whether it runs the product is cublasLtMatmulAlgoCheck's call).
 inline bool algo_from_config(cublasLtHandle_t lt, cublasComputeType_t compute, cudaDataType_t type,
-                             const AlgoConfig& config, cublasLtMatmulAlgo_t& algo) {
-  if (cublasLtMatmulAlgoInit(lt, compute, CUDA_R_32F, type, type, type, type, int(config[0]), &algo) !=
+                             cudaDataType_t out_type, const AlgoConfig& config, cublasLtMatmulAlgo_t& algo) {
+  if (cublasLtMatmulAlgoInit(lt, compute, CUDA_R_32F, type, type, out_type, out_type, int(config[0]), &algo) !=
       CUBLAS_STATUS_SUCCESS)
     return false;
   for (size_t i = 1; i < config.size(); ++i) {

@@ -62,8 +62,8 @@ PlanCache& plan_cache() {
 
 std::string shape_text(const GemmDesc& d) {
   return "m=" + std::to_string(d.m) + " n=" + std::to_string(d.n) + " k=" + std::to_string(d.k) +
-         " batch=" + std::to_string(d.batch) + " dtype=" + dtype_name(d.dtype) + (d.trans_a ? " transA" : "") +
-         (d.trans_b ? " transB" : "");
+         " batch=" + std::to_string(d.batch) + " dtype=" + dtype_name(d.dtype) +
+         (d.float32_output ? "->float32" : "") + (d.trans_a ? " transA" : "") + (d.trans_b ? " transB" : "");
 }
 
 Status gemm_error(const GemmDesc& d, const std::string& what) {
@@ -119,6 +119,7 @@ Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& k
                  std::vector<cublasLtMatmulAlgo_t>& candidates) {
   cudaDataType_t type{};
   data_type_of(d.dtype, type);
+  const cudaDataType_t out_type = output_type_of(key);
   cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   INGOT_RETURN_IF_ERROR(check(cublasLtMatmulDescCreate(&plan.op, compute, CUDA_R_32F), d, "cublasLtMatmulDescCreate"));
   // cuBLASLt's A is our B: op(B)ᵀ is [n, k]. B stored [k, n] row-major reads column-major as
@@ -145,9 +146,9 @@ Status make_plan(const CudaHandles& handles, const GemmDesc& d, const PlanKey& k
                                     key.batch, key.stride_b, d));
   INGOT_RETURN_IF_ERROR(make_layout(plan.b, type, key.trans_a ? key.m : key.k, key.trans_a ? key.k : key.m, key.lda,
                                     key.batch, key.stride_a, d));
-  INGOT_RETURN_IF_ERROR(make_layout(plan.c, type, key.n, key.m, key.ldc, key.batch, key.stride_c, d));
+  INGOT_RETURN_IF_ERROR(make_layout(plan.c, out_type, key.n, key.m, key.ldc, key.batch, key.stride_c, d));
   if (key.ldc_in != key.ldc)
-    INGOT_RETURN_IF_ERROR(make_layout(plan.c_in, type, key.n, key.m, key.ldc_in, key.batch, key.stride_c, d));
+    INGOT_RETURN_IF_ERROR(make_layout(plan.c_in, out_type, key.n, key.m, key.ldc_in, key.batch, key.stride_c, d));
 
   cublasLtMatmulPreference_t pref = nullptr;
   INGOT_RETURN_IF_ERROR(check(cublasLtMatmulPreferenceCreate(&pref), d, "cublasLtMatmulPreferenceCreate"));
@@ -344,6 +345,12 @@ bool data_type_of(DType t, cudaDataType_t& out) {
   }
 }
 
+cudaDataType_t output_type_of(const PlanKey& key) {
+  cudaDataType_t type = CUDA_R_32F;
+  if (!key.float32_output) data_type_of(key.dtype, type);
+  return type;
+}
+
 Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, const void* b, void* c) {
   const GemmDesc& d = desc;
   if (d.m == 0 || d.n == 0 || d.batch == 0) return Status::ok();
@@ -373,8 +380,9 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
   key.trans_a = d.trans_a, key.trans_b = d.trans_b;
   key.has_bias = d.bias != nullptr;
   key.tf32 = d.dtype == DType::kFloat32 && handles.allow_tf32;
+  key.float32_output = d.float32_output && d.dtype != DType::kFloat32;
   // Products of ingot's own kernel where it takes them, when asked for (gemm_split_k.h).
-  if (d.batch == 1 && !d.trans_a && !d.trans_b && d.alpha == 1.0f && split_k_product_enabled()) {
+  if (d.batch == 1 && !key.float32_output && !d.trans_a && !d.trans_b && d.alpha == 1.0f && split_k_product_enabled()) {
     SplitKProduct own;
     own.a = a, own.lda = key.lda, own.w = b, own.ldw = key.ldb, own.bias = d.bias;
     own.c = cin, own.ldc = key.ldc_in, own.d = c, own.ldd = key.ldc;
@@ -387,11 +395,12 @@ Status lt_gemm(const CudaHandles& handles, const GemmDesc& desc, const void* a, 
       return Status::ok();
     }
   }
-  const size_t elem = dtype_size(d.dtype);
+  const size_t elem = dtype_size(d.dtype), out_elem = key.float32_output ? sizeof(float) : elem;
   key.align_a = alignment_of(a, d.batch, key.stride_a, elem);
   key.align_b = alignment_of(b, d.batch, key.stride_b, elem);
-  key.align_c = std::min(alignment_of(c, d.batch, key.stride_c, elem), alignment_of(cin, d.batch, key.stride_c, elem));
-  key.align_bias = d.bias ? alignment_of(d.bias, 1, 0, elem) : 0;
+  key.align_c =
+      std::min(alignment_of(c, d.batch, key.stride_c, out_elem), alignment_of(cin, d.batch, key.stride_c, out_elem));
+  key.align_bias = d.bias ? alignment_of(d.bias, 1, 0, out_elem) : 0;
 
   // The workspace cuBLASLt sees: 256-byte aligned, at most kGemmWorkspaceBytes (a fixed cap
   // keeps the key, and so the algorithm, the same whatever scratch a context has).

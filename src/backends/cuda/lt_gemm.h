@@ -41,6 +41,9 @@ struct GemmDesc {
   int64_t ldc_in = 0;
   const void* bias = nullptr;  // [n] or null
   GemmActivation activation = GemmActivation::kNone;
+  // C and D (and the bias) float32 while A and B are `dtype`: partial products that a kernel
+  // after sums in float32 (product_norm.cc's K split).
+  bool float32_output = false;
 };
 
 // Scratch cuBLASLt may use: each context's CudaHandles::gemm_workspace is this large.

@@ -22,7 +22,7 @@ struct PlanKey {
   uint32_t align_a, align_b, align_c, align_bias;
   DType dtype;
   GemmActivation activation;
-  bool trans_a, trans_b, has_bias, tf32;
+  bool trans_a, trans_b, has_bias, tf32, float32_output;
   bool operator==(const PlanKey&) const = default;
 };
 
@@ -39,7 +39,8 @@ struct PlanKeyHash {
     mix(uint64_t(key.device) << 32 | uint64_t(key.dtype) << 8 | uint64_t(key.activation));
     mix(uint64_t(key.align_a) | uint64_t(key.align_b) << 16 | uint64_t(key.align_c) << 32 |
         uint64_t(key.align_bias) << 48);
-    mix(uint64_t(key.trans_a) | uint64_t(key.trans_b) << 1 | uint64_t(key.has_bias) << 2 | uint64_t(key.tf32) << 3);
+    mix(uint64_t(key.trans_a) | uint64_t(key.trans_b) << 1 | uint64_t(key.has_bias) << 2 | uint64_t(key.tf32) << 3 |
+        uint64_t(key.float32_output) << 4);
     return size_t(h);
   }
 };
@@ -76,6 +77,9 @@ struct GemmPlan {
 
 // cuBLASLt's type for a float dtype; false for others.
 bool data_type_of(DType t, cudaDataType_t& out);
+
+// cuBLASLt's type of a key's C and D: its dtype's, or float32.
+cudaDataType_t output_type_of(const PlanKey& key);
 
 // The key as GemmTactic::product spells it.
 std::string product_text(const PlanKey& key);

@@ -38,7 +38,7 @@ bool algo_of(const CudaHandles& h, const PlanKey& key, const GemmPlan& plan, con
   cudaDataType_t type{};
   data_type_of(key.dtype, type);
   const cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  if (!algo_from_config(h.lt, compute, type, config, algo)) return false;
+  if (!algo_from_config(h.lt, compute, type, output_type_of(key), config, algo)) return false;
   cublasLtMatmulHeuristicResult_t checked{};
   return cublasLtMatmulAlgoCheck(h.lt, plan.op, plan.a, plan.b, plan.c_layout(), plan.c, &algo, &checked) ==
              CUBLAS_STATUS_SUCCESS &&
@@ -59,7 +59,7 @@ std::string product_text(const PlanKey& key) {
   return "m=" + std::to_string(key.m) + " n=" + std::to_string(key.n) + " k=" + std::to_string(key.k) +
          " batch=" + std::to_string(key.batch) + " strides=" + list({key.stride_a, key.stride_b, key.stride_c}) +
          " ld=" + list({key.lda, key.ldb, key.ldc, key.ldc_in}) + " trans=" + list({key.trans_a, key.trans_b}) +
-         " dtype=" + dtype_name(key.dtype) + (key.tf32 ? "/tf32" : "") + " bias=" + (key.has_bias ? "1" : "0") +
+         " dtype=" + dtype_name(key.dtype) + (key.tf32 ? "/tf32" : "") + (key.float32_output ? "->float32" : "") + " bias=" + (key.has_bias ? "1" : "0") +
          " act=" + activation_name(key.activation) +
          " align=" + list({key.align_a, key.align_b, key.align_c, key.align_bias}) +
          " workspace=" + std::to_string(key.workspace);

@@ -14,11 +14,17 @@ namespace ingot::cuda {
 
 // One row-normalisation launch: Y[r] = (s[r] - mean) / sqrt(var + epsilon) * gamma + beta over
 // rows of length d, where s[r] = X[r] (LayerNormalization) or (X[r] + bias) + skip[r]
-// (ingot.SkipLayerNorm, rounded to `dtype` after each addition as the unfused graph stores it).
+// (ingot.SkipLayerNorm, rounded to `dtype` after each addition as the unfused graph stores it),
+// or, with partials, the sum of a product's float32 partial rows + bias + skip[r] rounded to
+// `dtype` once, as a product's epilogue rounds it (product_norm.cc's K split).
 struct RowNormLaunch {
   DType dtype = DType::kFloat32;        // of x, skip, y and sum
   DType param_dtype = DType::kFloat32;  // of gamma, beta and bias: `dtype`, or float32
   const void* x = nullptr;
+  // In place of x: `parts` float32 arrays [rows, d], one after another, summed in that order.
+  // Float16/bfloat16 rows of at most 128 vectors of 16 bytes (row_norm_takes_partials), dense.
+  const float* partials = nullptr;
+  int parts = 0;
   const void* skip = nullptr;   // null: LayerNormalization
   const void* bias = nullptr;   // [d] or null
   const void* gamma = nullptr;  // [d]
@@ -42,6 +48,11 @@ struct RowNormLaunch {
   L2Prefetch prefetch;  // weights the next steps read, requested by the kernel
 };
 cudaError_t launch_row_norm(const RowNormLaunch& a, cudaStream_t stream);
+
+// Most partial products a launch sums, and whether rows of d elements of `dtype` (gamma, beta and
+// bias of the same dtype) can be normalised from partials.
+constexpr int kMaxRowNormParts = 4;
+bool row_norm_takes_partials(DType dtype, int64_t d);
 
 // A parameter broadcast to the normalised block [dims...]: element k of the block reads
 // src[sum_i idx_i(k) * strides[i]] (stride 0 along broadcast dims).

@@ -14,6 +14,7 @@
 // Loads and stores are 16 bytes (8 halves / 4 floats) when the row length and every pointer
 // allow it; otherwise element by element.
 #include <algorithm>
+#include <type_traits>
 
 #include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/l2_prefetch.cuh"
@@ -53,6 +54,69 @@ __device__ __forceinline__ void load_input(const RowNormLaunch& a, int64_t xo, i
   }
 }
 
+// The vectors c = t, t + tpr, ... (c < nv) of a row held in registers, as load_input makes them.
+// Every load of the row is issued before the first add: with load_input a vector at a time, the
+// loads of vector i + 1 issued behind the adds of vector i, which wait for memory: one trip to
+// memory a vector (three at hidden 768).
+template <class T, class P, int V, int N, bool kSkip>
+__device__ __forceinline__ void load_row(const RowNormLaunch& a, int64_t xo, int64_t so, int t, int tpr, int nv,
+                                         float (&v)[N][V]) {
+  float b[kSkip ? N : 1][V], r[kSkip ? N : 1][V];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const int64_t k = int64_t(i * tpr + t) * V;
+    if (i * tpr + t >= nv) continue;
+    load_floats<T, V>(static_cast<const T*>(a.x) + xo + k, v[i]);
+    if constexpr (kSkip) {
+      if (a.bias) load_floats<P, V>(static_cast<const P*>(a.bias) + k, b[i]);
+      load_floats<T, V>(static_cast<const T*>(a.skip) + so + k, r[i]);
+    }
+  }
+  if constexpr (kSkip) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (i * tpr + t >= nv) continue;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        if (a.bias) v[i][j] = round_to<T>(v[i][j] + b[i][j]);
+        v[i][j] = round_to<T>(v[i][j] + r[i][j]);
+      }
+    }
+  }
+}
+
+// The same with partial products: their sum + bias + skip, rounded once.
+template <class T, class P, int V, int N>
+__device__ __forceinline__ void load_partial_row(const RowNormLaunch& a, int64_t o, int t, int tpr, int nv,
+                                                 float (&v)[N][V]) {
+  const int64_t part = a.rows * a.d;
+  float p[N][kMaxRowNormParts][V], b[N][V], r[N][V];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const int64_t k = int64_t(i * tpr + t) * V;
+    if (i * tpr + t >= nv) continue;
+#pragma unroll
+    for (int s = 0; s < kMaxRowNormParts; ++s)
+      if (s < a.parts) load_floats<float, V>(a.partials + s * part + o + k, p[i][s]);
+    if (a.bias) load_floats<P, V>(static_cast<const P*>(a.bias) + k, b[i]);
+    if (a.skip) load_floats<T, V>(static_cast<const T*>(a.skip) + o + k, r[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if (i * tpr + t >= nv) continue;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float x = p[i][0][j];
+#pragma unroll
+      for (int s = 1; s < kMaxRowNormParts; ++s)
+        if (s < a.parts) x += p[i][s][j];
+      if (a.bias) x += b[i][j];
+      if (a.skip) x += r[i][j];
+      v[i][j] = round_to<T>(x);
+    }
+  }
+}
+
 // y = (v - mean) * inv * gamma + beta for one vector, stored with the sum when requested.
 template <class T, class P, int V>
 __device__ __forceinline__ void store_output(const RowNormLaunch& a, int64_t yo, int64_t k, const float (&v)[V],
@@ -85,7 +149,7 @@ __device__ __forceinline__ void load_params(const RowNormLaunch& a, int64_t k, f
 // of 300 runs, ms, before / with): DistilBERT b1 0.1724 / 0.1755, 0.1736 / 0.1752, 0.1727 /
 // 0.1760, 0.1716 / 0.1759; BERT-base b1 0.3387 / 0.3452, 0.3395 / 0.3475, 0.3390 / 0.3479,
 // 0.3388 / 0.3478: the loads of the row are the only ones left after the product it waits for.
-template <class T, class P, int V, int N, bool kSkip, bool kWarp, bool kParamsFirst = false>
+template <class T, class P, int V, int N, bool kSkip, bool kWarp, bool kParamsFirst = false, bool kPartials = false>
 __global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) row_norm_cached(const RowNormLaunch a) {
   const int tpr = kWarp ? 32 : int(blockDim.x);
   const int t = kWarp ? int(threadIdx.x & 31) : int(threadIdx.x);
@@ -118,11 +182,15 @@ __global__ void __launch_bounds__(kWarp ? kWarpModeThreads : kMaxBlockThreads) r
     const int64_t yo = r * a.d;
     float v[N][V];
     float s = 0.0f;
+    // Few rows (kParamsFirst, kPartials): each warp's latency is the launch's, so all of a row's
+    // loads go first; with many rows other warps hide it and the registers cost occupancy.
+    if constexpr (kPartials) load_partial_row<T, P, V, N>(a, yo, t, tpr, nv, v);
+    else if constexpr (kParamsFirst) load_row<T, P, V, N, kSkip>(a, xo, so, t, tpr, nv, v);
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       const int c = i * tpr + t;
       if (c < nv) {
-        load_input<T, P, V, kSkip>(a, xo, so, int64_t(c) * V, v[i]);
+        if constexpr (!kPartials && !kParamsFirst) load_input<T, P, V, kSkip>(a, xo, so, int64_t(c) * V, v[i]);
 #pragma unroll
         for (int j = 0; j < V; ++j) s += v[i][j];
       }
@@ -214,7 +282,7 @@ unsigned grid_size(int64_t work_items, int sm_count, int per_sm) {
 // Launches of at most this many rows are latency-bound: gamma/beta load with the row.
 constexpr int64_t kFewRows = 512;
 
-template <class T, class P, int V, bool kSkip>
+template <class T, class P, int V, bool kSkip, bool kPartials = false>
 cudaError_t launch_with(const RowNormLaunch& a, cudaStream_t stream) {
   const int64_t nv = a.d / V;
   if (nv <= 32 * kMaxWarpVecs) {
@@ -222,13 +290,14 @@ cudaError_t launch_with(const RowNormLaunch& a, cudaStream_t stream) {
     // Up to 64 resident warps per SM; rows beyond the grid loop (gamma/beta stay in registers).
     const unsigned blocks = grid_size((a.rows + rows_per_block - 1) / rows_per_block, a.sm_count, 16);
     auto go = [&](auto kernel) { return launch_dependent(kernel, blocks, kWarpModeThreads, 0, stream, a); };
-    if (nv <= 32) return go(row_norm_cached<T, P, V, 1, kSkip, true>);
-    if (nv <= 64) return go(row_norm_cached<T, P, V, 2, kSkip, true>);
+    if (nv <= 32) return go(row_norm_cached<T, P, V, 1, kSkip, true, false, kPartials>);
+    if (nv <= 64) return go(row_norm_cached<T, P, V, 2, kSkip, true, false, kPartials>);
     // Hidden 768 in halves: parameters first at batch 1; else no idle register slot for them.
-    if (nv <= 96 && a.rows <= kFewRows) return go(row_norm_cached<T, P, V, 3, kSkip, true, true>);
-    if (nv <= 96) return go(row_norm_cached<T, P, V, 3, kSkip, true>);
-    return go(row_norm_cached<T, P, V, kMaxWarpVecs, kSkip, true>);
+    if (nv <= 96 && a.rows <= kFewRows) return go(row_norm_cached<T, P, V, 3, kSkip, true, true, kPartials>);
+    if (nv <= 96) return go(row_norm_cached<T, P, V, 3, kSkip, true, false, kPartials>);
+    return go(row_norm_cached<T, P, V, kMaxWarpVecs, kSkip, true, false, kPartials>);
   }
+  if constexpr (kPartials) return cudaErrorInvalidValue;  // row_norm_takes_partials: warp rows only
   // Scalar loads need an address register each: hold fewer of them.
   constexpr int kBlockVecs = V == 1 ? kBlockElems / 2 : kBlockElems / V;
   if (nv <= int64_t(kMaxBlockThreads) * kBlockVecs) {
@@ -252,6 +321,15 @@ cudaError_t launch_typed(const RowNormLaunch& a, cudaStream_t stream) {
                    aligned(a.sum, kRowAlign) && aligned(a.gamma, kParamAlign) && aligned(a.beta, kParamAlign) &&
                    aligned(a.bias, kParamAlign);
   const bool skip = a.skip != nullptr;
+  if (a.partials) {
+    if constexpr (sizeof(T) == 2 && std::is_same_v<T, P>) {
+      if (!vec || !aligned(a.partials, 32) || a.parts < 1 || a.parts > kMaxRowNormParts || a.x_period != a.rows ||
+          (a.skip && a.skip_period != a.rows))
+        return cudaErrorInvalidValue;
+      return launch_with<T, P, V, false, true>(a, stream);
+    }
+    return cudaErrorInvalidValue;
+  }
   if (vec) return skip ? launch_with<T, P, V, true>(a, stream) : launch_with<T, P, V, false>(a, stream);
   return skip ? launch_with<T, P, 1, true>(a, stream) : launch_with<T, P, 1, false>(a, stream);
 }
@@ -269,6 +347,11 @@ __global__ void expand_param_kernel(const T* src, const ParamBroadcast b, int64_
 }
 
 }  // namespace
+
+bool row_norm_takes_partials(DType dtype, int64_t d) {
+  return (dtype == DType::kFloat16 || dtype == DType::kBFloat16) && d > 0 && d % 8 == 0 &&
+         d / 8 <= 32 * kMaxWarpVecs;
+}
 
 cudaError_t launch_row_norm(const RowNormLaunch& a, cudaStream_t stream) {
   if (a.rows <= 0 || a.d <= 0) return cudaSuccess;

@@ -190,20 +190,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   asm volatile("bar.sync 1, 256;" ::: "memory");
 
+  // Both rows' pairs are loaded before either is combined: one trip to L2, not two.
   float inv[2];
+  float2 part[2][kMaxBlocks];
 #pragma unroll
-  for (int r2 = 0; r2 < 2; ++r2) {
-    float2 part[kMaxBlocks];
+  for (int r2 = 0; r2 < 2; ++r2)
 #pragma unroll
     for (int b = 0; b < kMaxBlocks; ++b)
-      part[b] = b < blocks ? __ldcg(&p.exchange[size_t(row + 8 * r2) * blocks + b]) : make_float2(0.f, 0.f);
+      part[r2][b] = b < blocks ? __ldcg(&p.exchange[size_t(row + 8 * r2) * blocks + b]) : make_float2(0.f, 0.f);
+#pragma unroll
+  for (int r2 = 0; r2 < 2; ++r2) {
     float mu = 0.f, sq = 0.f, dev = 0.f;
 #pragma unroll
-    for (int b = 0; b < kMaxBlocks; ++b) mu += part[b].x;
+    for (int b = 0; b < kMaxBlocks; ++b) mu += part[r2][b].x;
     mu /= float(blocks);
 #pragma unroll
     for (int b = 0; b < kMaxBlocks; ++b)
-      if (b < blocks) sq += part[b].y, dev += (part[b].x - mu) * (part[b].x - mu);
+      if (b < blocks) sq += part[r2][b].y, dev += (part[r2][b].x - mu) * (part[r2][b].x - mu);
     inv[r2] = rsqrtf((sq + float(kBN) * dev) / float(p.N) + p.epsilon);
     mean[r2] = mu;
   }
