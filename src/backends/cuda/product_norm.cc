@@ -43,16 +43,28 @@ size_t product_norm_split_bytes(DType dtype, int64_t m, int64_t n, int64_t k) {
   return size_t(product_norm_split(dtype, m, n, k)) * size_t(m) * size_t(n) * sizeof(float);
 }
 
-Status layer_norm_in_place(const CudaHandles& h, DType dtype, void* y, int64_t rows, int64_t n,
-                           const LayerNormArgs& norm, const char* what) {
+namespace {
+
+// The LayerNorm launch into y [rows, n] with norm's parameters; its input is the caller's to set.
+RowNormLaunch norm_launch(const CudaHandles& h, DType dtype, void* y, int64_t rows, int64_t n,
+                          const LayerNormArgs& norm) {
   RowNormLaunch a;
   a.dtype = a.param_dtype = dtype;
-  a.x = y, a.y = y;
+  a.y = y;
   a.gamma = norm.gamma, a.beta = norm.beta, a.params_constant = norm.params_constant;
   a.rows = a.x_period = rows, a.d = n;
   a.epsilon = norm.epsilon;
   a.sm_count = h.sm_count;
   a.prefetch = norm.prefetch;
+  return a;
+}
+
+}  // namespace
+
+Status layer_norm_in_place(const CudaHandles& h, DType dtype, void* y, int64_t rows, int64_t n,
+                           const LayerNormArgs& norm, const char* what) {
+  RowNormLaunch a = norm_launch(h, dtype, y, rows, n, norm);
+  a.x = y;
   return cuda_status(launch_row_norm(a, h.stream), what);
 }
 
@@ -78,7 +90,7 @@ Status product_layer_norm(const CudaHandles& h, const GemmDesc& d, const void* a
     return cuda_status(launch_product_norm(p, h.stream), what);
   }
   if (const int parts = product_norm_split(d.dtype, d.m, d.n, d.k);
-      parts > 0 && norm.scratch && norm.scratch_bytes >= product_norm_split_bytes(d.dtype, d.m, d.n, d.k) &&
+      parts > 0 && norm.scratch && norm.scratch_bytes >= size_t(parts) * size_t(d.m * d.n) * sizeof(float) &&
       reinterpret_cast<uintptr_t>(norm.scratch) % 256 == 0) {
     GemmDesc p;
     p.m = d.m, p.n = d.n, p.k = d.k / parts;
@@ -90,16 +102,9 @@ Status product_layer_norm(const CudaHandles& h, const GemmDesc& d, const void* a
     p.float32_output = true;
     float* partials = static_cast<float*>(norm.scratch);
     INGOT_RETURN_IF_ERROR(lt_gemm(h, p, a, w, partials));
-    RowNormLaunch r;
-    r.dtype = r.param_dtype = d.dtype;
+    RowNormLaunch r = norm_launch(h, d.dtype, y, d.m, d.n, norm);
     r.partials = partials, r.parts = parts;
-    r.bias = d.bias, r.skip = residual;
-    r.y = y;
-    r.gamma = norm.gamma, r.beta = norm.beta, r.params_constant = norm.params_constant;
-    r.rows = r.x_period = r.skip_period = d.m, r.d = d.n;
-    r.epsilon = norm.epsilon;
-    r.sm_count = h.sm_count;
-    r.prefetch = norm.prefetch;
+    r.bias = d.bias, r.skip = residual, r.skip_period = d.m;
     return cuda_status(launch_row_norm(r, h.stream), what);
   }
   INGOT_RETURN_IF_ERROR(lt_gemm(h, d, a, w, y));
