@@ -95,16 +95,21 @@ TEST(GpuClassifierHead, OneKernelPathMatchesCpu) {
 }
 
 // The head with the feed-forward block: one kernel (classifier_tail.cu) for 1 and 2 rows, the
-// block's three kernels and the head's otherwise; DistilBERT's sizes, a block narrower than the
-// SMs' count of column groups, every block activation, no beta or biases.
+// block's three kernels and the head's otherwise (at 32 rows of float16/bfloat16 the block's second
+// product split over K, the head's LayerNorm summing the parts: product_norm.h); DistilBERT's
+// sizes, a block narrower than the SMs' count of column groups, every block activation, no beta or
+// biases.
 TEST(GpuClassifierHead, WithFeedForwardBlockMatchesCpu) {
   INGOT_REQUIRE_GPU();
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    for (int64_t rows : {1, 2, 3, 8}) {
+    for (int64_t rows : {1, 2, 3, 8, 32}) {
       Case c{dt, rows, 768, 768, 2, "Relu"};
       c.NF = 3072;
       check(c);
     }
+    Case bare{dt, 32, 768, 768, 2, "Tanh", false, false};  // split, without beta or biases
+    bare.NF = 3072;
+    check(bare);
     for (const char* act : {"", "Relu", "GeluTanh"}) {
       Case c{dt, 1, 768, 768, 2, "Tanh", true};
       c.NF = 3072, c.ffn_act = act;
@@ -124,7 +129,7 @@ TEST(GpuClassifierHead, WithFeedForwardBlockMatchesCpu) {
 TEST(GpuClassifierHead, WithProjectionMatchesCpu) {
   INGOT_REQUIRE_GPU();
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    for (int64_t rows : {1, 2, 3}) {
+    for (int64_t rows : {1, 2, 3, 32}) {
       Case c{dt, rows, 768, 768, 2, "Tanh"};
       c.NF = 3072, c.S = 5, c.position = rows == 2 ? -1 : 0;
       check(c);

@@ -5,7 +5,10 @@
 // launch inside a CUDA graph; classifier_tail.cu with the feed-forward block before it, three
 // launches more. More rows compose the general kernels into scratch, the launches the unfused
 // graph made: for the block LayerNorm and two cuBLASLt products (bias and activation, then bias
-// and residual, in their epilogues); for the head LayerNorm, a cuBLASLt product with the bias
+// and residual, in their epilogues; the second with the head's LayerNorm through
+// product_layer_norm, which at batch 32 splits it over K into partials that the LayerNorm sums,
+// one launch fewer than cuBLASLt's split-K and its reduction); for the head LayerNorm (unless it
+// came with the block), a cuBLASLt product with the bias
 // (and ReLU, or for half types the tanh-form GELU, as FusedMatMul computes them) in its
 // epilogue, and the narrow-product kernel for the logits, which applies any other activation as
 // it loads H.
@@ -19,6 +22,7 @@
 #include "backends/cuda/gemm_impl.h"
 #include "backends/cuda/lt_gemm.h"
 #include "backends/cuda/norm_impl.h"
+#include "backends/cuda/product_norm.h"
 #include "ir/classifier_head_attrs.h"
 
 namespace ingot::cuda {
@@ -72,7 +76,9 @@ class ClassifierHeadKernel : public CudaKernel {
     const DType dt = in[0].dtype;
     const size_t es = dtype_size(dt);
     size_t bytes = round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.N1) * es);
-    if (s.NF > 0) bytes += 4 * round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.NF) * es);
+    if (s.NF > 0)
+      bytes += 4 * round_up_256(size_t(s.rows * s.K) * es) + round_up_256(size_t(s.rows * s.NF) * es) +
+               product_norm_split_bytes(dt, s.rows, s.K, s.NF);
     size_t one_kernel = classifier_head_shares_bytes(s.N1, kScratchSms);
     if (s.NF > 0) one_kernel = std::max(one_kernel, classifier_tail_scratch_bytes(dt, s.K, kScratchSms));
     return std::max(bytes, one_kernel);
@@ -112,15 +118,17 @@ class ClassifierHeadKernel : public CudaKernel {
       if (spec_.projection) {
         INGOT_ASSIGN_OR_RETURN(x0, project(ctx, s, res));
       }
-      INGOT_ASSIGN_OR_RETURN(a.x, feed_forward(ctx, s, x0));
+      // Composed, the head's LayerNorm comes with the block's second product (product_norm.h).
+      const bool composed_head = !head_in_one_kernel(ctx, s);
+      INGOT_ASSIGN_OR_RETURN(a.x, feed_forward(ctx, s, x0, composed_head));
+      if (composed_head) return composed(ctx, s, a.x, true);
     }
-    if (classifier_head_fits(dt, s.rows, s.K, s.N1, s.N2, sms) && ctx.handles().grid_counter &&
-        classifier_head_shares_bytes(s.N1, sms) <= ctx.workspace_bytes() && aligned(ctx.input(kHeadW1).raw())) {
+    if (head_in_one_kernel(ctx, s)) {
       a.shares = static_cast<float*>(ctx.workspace());
       a.counter = ctx.handles().grid_counter;
       return cuda_status(launch_classifier_head(a, ctx.stream()), "ClassifierHead: one-kernel path");
     }
-    return composed(ctx, s, a.x);
+    return composed(ctx, s, a.x, false);
   }
 
  private:
@@ -146,6 +154,13 @@ class ClassifierHeadKernel : public CudaKernel {
   }
 
   static bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+  // Whether the head (after any feed-forward block) is the one-kernel path's (classifier_head.cu).
+  bool head_in_one_kernel(const CudaComputeContext& ctx, const Sizes& s) const {
+    const int sms = ctx.handles().sm_count;
+    return classifier_head_fits(ctx.input(kHeadX).dtype(), s.rows, s.K, s.N1, s.N2, sms) && ctx.handles().grid_counter &&
+           classifier_head_shares_bytes(s.N1, sms) <= ctx.workspace_bytes() && aligned(ctx.input(kHeadW1).raw());
+  }
   static const void* optional(const CudaComputeContext& ctx, int i) { return ctx.has_input(i) ? ctx.input(i).raw() : nullptr; }
 
   // The block's activation as the composed path computes it: for half types GELU in its tanh
@@ -173,14 +188,18 @@ class ClassifierHeadKernel : public CudaKernel {
   }
 
   // The scratch: the head's Xn and H, then the block's Hf, G, X,
-  // then the projection's output X0 and the residual's rows copied dense.
+  // then the projection's output X0, the residual's rows copied dense and the block's second
+  // product's partials when it is split over K (product_norm.h).
   struct Scratch {
-    void *xn, *h, *hf, *g, *x, *x0, *rows;
+    void *xn, *h, *hf, *g, *x, *x0, *rows, *partials;
+    size_t partials_bytes;
   };
-  static Expected<Scratch> scratch(CudaComputeContext& ctx, const Sizes& s, size_t es) {
+  static Expected<Scratch> scratch(CudaComputeContext& ctx, const Sizes& s, DType dt) {
+    const size_t es = dtype_size(dt);
     const size_t row_k = round_up_256(size_t(s.rows * s.K) * es);
+    const size_t split = s.NF > 0 ? product_norm_split_bytes(dt, s.rows, s.K, s.NF) : 0;
     const size_t need = row_k + round_up_256(size_t(s.rows * s.N1) * es) +
-                        (s.NF > 0 ? 4 * row_k + round_up_256(size_t(s.rows * s.NF) * es) : 0);
+                        (s.NF > 0 ? 4 * row_k + round_up_256(size_t(s.rows * s.NF) * es) + split : 0);
     if (ctx.workspace_bytes() < need) return internal_error("ClassifierHead: workspace smaller than planned");
     std::byte* p = static_cast<std::byte*>(ctx.workspace());
     Scratch sc;
@@ -191,6 +210,8 @@ class ClassifierHeadKernel : public CudaKernel {
     sc.x = static_cast<std::byte*>(sc.g) + round_up_256(size_t(s.rows * s.NF) * es);
     sc.x0 = static_cast<std::byte*>(sc.x) + row_k;
     sc.rows = static_cast<std::byte*>(sc.x0) + row_k;
+    sc.partials = static_cast<std::byte*>(sc.rows) + row_k;
+    sc.partials_bytes = split;
     return sc;
   }
 
@@ -216,7 +237,7 @@ class ClassifierHeadKernel : public CudaKernel {
   Expected<const void*> project(CudaComputeContext& ctx, const Sizes& s, const Residual& r) const {
     const DType dt = ctx.input(kHeadX).dtype();
     const size_t es = dtype_size(dt);
-    INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, es));
+    INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, dt));
     GemmDesc d;
     d.m = s.rows, d.n = s.K, d.k = s.K;
     d.dtype = dt;
@@ -244,10 +265,12 @@ class ClassifierHeadKernel : public CudaKernel {
 
   // The feed-forward block on the general kernels, as the unfused graph ran it: LayerNorm into
   // Hf, the first product with its bias and activation into G, the second with its bias and Hf
-  // as cuBLASLt's C into X. Returns X.
-  Expected<const void*> feed_forward(CudaComputeContext& ctx, const Sizes& s, const void* x0) const {
+  // as cuBLASLt's C into X. Returns X; with `head_norm`, the second product comes with the head's
+  // LayerNorm (product_layer_norm: at 32 rows split over K, the LayerNorm summing the parts, where
+  // cuBLASLt split it with a reduction kernel of its own) and the normalized X is returned.
+  Expected<const void*> feed_forward(CudaComputeContext& ctx, const Sizes& s, const void* x0, bool head_norm) const {
     const DType dt = ctx.input(kHeadX).dtype();
-    INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, dtype_size(dt)));
+    INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, dt));
     INGOT_CUDA_RETURN_IF_ERROR(layer_norm(ctx, x0, kFfnGamma, kFfnBeta, spec_.ffn_epsilon, sc.hf, s));
     INGOT_RETURN_IF_ERROR(activated_product(ctx, sc.hf, kFfnW1, kFfnB1, s.rows, s.NF, s.K, spec_.ffn_act, sc.g));
     GemmDesc o;
@@ -255,6 +278,15 @@ class ClassifierHeadKernel : public CudaKernel {
     o.dtype = dt;
     o.bias = optional(ctx, kFfnB2);
     o.beta = 1.f, o.c_in = sc.hf;
+    if (head_norm) {
+      LayerNormArgs n;
+      n.gamma = ctx.input(kHeadGamma).raw(), n.beta = optional(ctx, kHeadBeta);
+      n.epsilon = spec_.epsilon;
+      n.scratch = sc.partials, n.scratch_bytes = sc.partials_bytes;
+      INGOT_RETURN_IF_ERROR(product_layer_norm(ctx.handles(), o, sc.g, ctx.input(kFfnW2).raw(), sc.xn, n,
+                                               "ClassifierHead: the block's second product + the head's LayerNorm"));
+      return static_cast<const void*>(sc.xn);
+    }
     INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), o, sc.g, ctx.input(kFfnW2).raw(), sc.x));
     return static_cast<const void*>(sc.x);
   }
@@ -277,11 +309,11 @@ class ClassifierHeadKernel : public CudaKernel {
   // The head on the general kernels: LayerNorm, the activated product, and the narrow-product
   // kernel for the logits. An activation cuBLASLt's epilogue cannot apply (BERT's pooler tanh)
   // is applied by the narrow product as it loads H, with the same rounding as a pass of its own
-  // over H would store, one launch fewer.
-  Status composed(CudaComputeContext& ctx, const Sizes& s, const void* x) const {
+  // over H would store, one launch fewer. `normalized`: x is the LayerNorm's output already.
+  Status composed(CudaComputeContext& ctx, const Sizes& s, const void* x, bool normalized) const {
     const DType dt = ctx.input(kHeadX).dtype();
-    INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, dtype_size(dt)));
-    INGOT_CUDA_RETURN_IF_ERROR(layer_norm(ctx, x, kHeadGamma, kHeadBeta, spec_.epsilon, sc.xn, s));
+    INGOT_ASSIGN_OR_RETURN(Scratch sc, scratch(ctx, s, dt));
+    if (!normalized) INGOT_CUDA_RETURN_IF_ERROR(layer_norm(ctx, x, kHeadGamma, kHeadBeta, spec_.epsilon, sc.xn, s));
     const bool on_load = spec_.act != HeadActivation::kNone && !activation_in_epilogue(dt, spec_.act);
     INGOT_RETURN_IF_ERROR(activated_product(ctx, sc.xn, kHeadW1, kHeadB1, s.rows, s.N1, s.K,
                                             on_load ? HeadActivation::kNone : spec_.act, sc.h));
