@@ -213,6 +213,15 @@ def floor_of(e, device):
     return max(t_flops, t_bytes)
 
 
+def smi_gpu_args():
+    """nvidia-smi's -i for the one GPU this process sees, when CUDA_VISIBLE_DEVICES names one by
+    PCI bus order (scripts/gpu-table.sh runs a process per GPU that way); [] otherwise (GPU 0)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if os.environ.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID" and visible.isdigit():
+        return ["-i", visible]
+    return []
+
+
 class ClockSampler:
     """The SM clock, board power and utilization while a measurement runs: nvidia-smi every 100 ms
     in the background. A loop held for tens of seconds brings an H100 to its 700 W cap with the
@@ -226,7 +235,7 @@ class ClockSampler:
     def __enter__(self):
         try:
             self.out = tempfile.TemporaryFile(mode="w+")
-            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,utilization.gpu",
+            self.proc = subprocess.Popen(["nvidia-smi", *smi_gpu_args(), "--query-gpu=clocks.sm,power.draw,utilization.gpu",
                                           "--format=csv,noheader,nounits", "-lms", "100"],
                                          stdout=self.out, stderr=subprocess.DEVNULL, text=True)
         except Exception:  # noqa: BLE001
@@ -446,7 +455,7 @@ def device_info(torch, ingot_path):
         except Exception:  # noqa: BLE001
             info[mod] = None
     try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm,clocks.max.mem,power.limit",
+        q = subprocess.run(["nvidia-smi", *smi_gpu_args(), "--query-gpu=driver_version,clocks.max.sm,clocks.max.mem,power.limit",
                             "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
         parts = [x.strip() for x in q.stdout.strip().splitlines()[0].split(",")] if q.returncode == 0 else []
         if parts:
