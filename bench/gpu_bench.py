@@ -917,6 +917,11 @@ def bench_model(args, torch, np, name, doc, doc_path):
                     if out_of_time(args, f"{name} {shape_tag(*key)} torch {mode}", last_first_s):
                         continue
                     log(f"  torch {mode} b{key[0]}{'' if key[1] is None else ' s%d' % key[1]} ...")
+                    # Saved before the compile starts: a process killed in it (a caller's time limit
+                    # inside a minutes-long max-autotune compile) leaves this in the table, not a blank.
+                    e.setdefault("torch", {})[mode] = {"error": "unfinished: the process ended while this ran "
+                                                                "(killed by a caller's time limit?)"}
+                    save()
                     fn = None
                     try:
                         torch._dynamo.reset()
