@@ -10,7 +10,9 @@
 #   scripts/gpu-table.sh [--models distilbert,bert,distilgpt2,resnet50] [--modes eager,...]
 #                        [--budget 470] [--check]
 #
-# Models go to the GPUs in turn (more models than GPUs: a GPU runs its models one after another).
+# An item of --models is a model or MODEL:BATCH (one shape: resnet50:1,resnet50:32 spreads a model
+# whose max-autotune compiles are long over two GPUs). Items go to the GPUs in turn; a GPU with
+# more than one runs them one after another within its --budget.
 # --check runs scripts/gpu-check.sh on GPU 0 first (its model starts after it; put the quickest
 # model first). --budget is each process's --time-budget in seconds. Results go to $OUT:
 # bench.json (merged), bench-logs.tgz (each process's log and stderr, its own json); the tail of
@@ -46,17 +48,30 @@ pids=()
 for g in "${!per_gpu[@]}"; do
   (
     cpus="$((g * share))-$((g * share + share - 1))"
-    b=$budget
-    if [ "$g" = 0 ] && [ "$check" = 1 ]; then
+    b=$budget start=$SECONDS
+    if [ "$g" = 0 ] && [ "$check" = 1 ]; then  # the check's time comes out of this GPU's budget
       CUDA_VISIBLE_DEVICES=0 taskset -c "$cpus" timeout 200 scripts/gpu-check.sh --from-pack >"$out/check.log" 2>&1
-      b=$((budget - SECONDS))  # the check's time comes out of this GPU's budget
     fi
     # Each process its own inductor and Triton caches, and compile workers for its own cores.
     export TORCHINDUCTOR_CACHE_DIR=/tmp/ingot_gpu_table_$g/inductor TRITON_CACHE_DIR=/tmp/ingot_gpu_table_$g/triton
     export TORCHINDUCTOR_COMPILE_THREADS=$share
-    CUDA_VISIBLE_DEVICES=$g taskset -c "$cpus" timeout $((b + 90)) python3 bench/gpu_bench.py --ingot "$ing" \
-      --modes "$modes" --models "${per_gpu[g]}" --check-accuracy --time-budget "$b" \
-      --work "/tmp/ingot_gpu_table_$g" --fresh --json "$out/part$g.json" >"$out/part$g.log" 2>"$out/part$g.err"
+    # Whole models in one process (max-autotune after every model's other modes), then the
+    # single shapes, one process each.
+    IFS=, read -ra items <<<"${per_gpu[g]}"
+    whole=() k=0
+    for it in "${items[@]}"; do [ "${it#*:}" = "$it" ] && whole+=("$it"); done
+    runs=()
+    [ ${#whole[@]} -gt 0 ] && runs+=("$(IFS=,; echo "${whole[*]}"):")
+    for it in "${items[@]}"; do [ "${it#*:}" != "$it" ] && runs+=("$it"); done
+    for r in "${runs[@]}"; do
+      left=$((b - SECONDS + start))
+      [ "$left" -gt 30 ] || break
+      m=${r%%:*} bs=${r#*:}
+      CUDA_VISIBLE_DEVICES=$g taskset -c "$cpus" timeout $((left + 90)) python3 bench/gpu_bench.py --ingot "$ing" \
+        --modes "$modes" --models "$m" ${bs:+--batches "$bs"} --check-accuracy --time-budget "$left" \
+        --work "/tmp/ingot_gpu_table_$g" --fresh --json "$out/part${g}_$k.json" >"$out/part${g}_$k.log" 2>"$out/part${g}_$k.err"
+      k=$((k + 1))
+    done
   ) &
   pids+=($!)
 done
