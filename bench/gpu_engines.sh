@@ -1,6 +1,7 @@
-# Shared by bench/gpu_ab.sh and bench/gpu_ablate.sh (sourced, from the repository root, on the GPU
-# machine with .gpu/pack.tar.xz carried): their common options, the fp16 bench engines that
-# bench/gpu_bench.py exports and builds (reused while the work dir holds them), and one timing.
+# Shared by bench/gpu_ab.sh, gpu_ab_lib.sh, gpu_ablate.sh and gpu_graph_trace.sh (sourced, from
+# the repository root, on the GPU machine with .gpu/pack.tar.xz carried): their common options,
+# the fp16 bench engines that bench/gpu_bench.py exports and builds (reused while the work dir
+# holds them), and one timing.
 
 models=distilbert,bert batches=1,32 iterations=300
 

@@ -91,6 +91,7 @@ class ClassifierHeadKernel : public CudaKernel {
     const DType dt = X.dtype();
     const int sms = ctx.handles().sm_count;
     HeadLaunch a = head_launch(ctx, s);
+    const bool one_kernel_head = head_in_one_kernel(ctx, s);
     if (spec_.ffn) {
       const Residual res = residual(ctx, s);
       if (classifier_tail_fits(dt, s.rows, s.K, s.NF, s.N1, s.N2, sms, spec_.projection) && ctx.handles().grid_counter &&
@@ -119,11 +120,10 @@ class ClassifierHeadKernel : public CudaKernel {
         INGOT_ASSIGN_OR_RETURN(x0, project(ctx, s, res));
       }
       // Composed, the head's LayerNorm comes with the block's second product (product_norm.h).
-      const bool composed_head = !head_in_one_kernel(ctx, s);
-      INGOT_ASSIGN_OR_RETURN(a.x, feed_forward(ctx, s, x0, composed_head));
-      if (composed_head) return composed(ctx, s, a.x, true);
+      INGOT_ASSIGN_OR_RETURN(a.x, feed_forward(ctx, s, x0, !one_kernel_head));
+      if (!one_kernel_head) return composed(ctx, s, a.x, true);
     }
-    if (head_in_one_kernel(ctx, s)) {
+    if (one_kernel_head) {
       a.shares = static_cast<float*>(ctx.workspace());
       a.counter = ctx.handles().grid_counter;
       return cuda_status(launch_classifier_head(a, ctx.stream()), "ClassifierHead: one-kernel path");

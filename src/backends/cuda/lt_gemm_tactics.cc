@@ -59,7 +59,8 @@ std::string product_text(const PlanKey& key) {
   return "m=" + std::to_string(key.m) + " n=" + std::to_string(key.n) + " k=" + std::to_string(key.k) +
          " batch=" + std::to_string(key.batch) + " strides=" + list({key.stride_a, key.stride_b, key.stride_c}) +
          " ld=" + list({key.lda, key.ldb, key.ldc, key.ldc_in}) + " trans=" + list({key.trans_a, key.trans_b}) +
-         " dtype=" + dtype_name(key.dtype) + (key.tf32 ? "/tf32" : "") + (key.float32_output ? "->float32" : "") + " bias=" + (key.has_bias ? "1" : "0") +
+         " dtype=" + dtype_name(key.dtype) + (key.tf32 ? "/tf32" : "") + (key.float32_output ? "->float32" : "") +
+         " bias=" + (key.has_bias ? "1" : "0") +
          " act=" + activation_name(key.activation) +
          " align=" + list({key.align_a, key.align_b, key.align_c, key.align_bias}) +
          " workspace=" + std::to_string(key.workspace);

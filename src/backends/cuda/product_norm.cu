@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const float2 gm = unpack2<T>(*reinterpret_cast<const uint32_t*>(gamma_s + col));
         const float2 bt = unpack2<T>(*reinterpret_cast<const uint32_t*>(beta_s + col));
         h[jq] = pack2<T>((acc[4 * j + 2 * r2] - mean[r2]) * inv[r2] * gm.x + bt.x,
-                              (acc[4 * j + 2 * r2 + 1] - mean[r2]) * inv[r2] * gm.y + bt.y);
+                         (acc[4 * j + 2 * r2 + 1] - mean[r2]) * inv[r2] * gm.y + bt.y);
       }
       stmatrix_x4(staging_at(stg, c, j4, r2, warp, lane), h);
     }
