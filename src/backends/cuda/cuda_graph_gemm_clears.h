@@ -46,13 +46,15 @@ void record_gemm_capture_begin(cudaStream_t stream);
 void record_gemm_capture_end(cudaStream_t stream);
 
 // For each span whose first nodes are memsets into [workspace, workspace + bytes): each such
-// memset depends on the previous span's last node instead (none for the first span), and what
-// depended on it also depends on the span's `before` nodes. Returns the memsets moved, or -1 when
+// memset depends on the previous span's last node instead (for the first span, the node its one
+// `before` node depends on; none when there is no such single node), and what depended on it
+// also depends on the span's `before` nodes. Returns the memsets moved, or -1 when
 // a failure left the graph inconsistent (it must then be discarded).
 int release_gemm_clears(cudaGraph_t graph, const std::vector<GemmCaptureSpan>& spans, const void* workspace,
                         size_t bytes);
 
-// INGOT_CUDA_GEMM_CLEARS=chain keeps the clears where capture put them (for A/B timing).
+// INGOT_CUDA_GEMM_CLEARS=chain keeps the clears where capture put them (for A/B timing); =root
+// makes the first a root node, as before developer session 39.
 bool gemm_clears_released();
 
 }  // namespace ingot::cuda
