@@ -54,7 +54,10 @@ for g in "${!per_gpu[@]}"; do
     cpus="$((g * share))-$((g * share + share - 1))"
     b=$budget start=$SECONDS
     if [ "$g" = 0 ] && [ "$check" = 1 ]; then  # the check's time comes out of this GPU's budget
-      CUDA_VISIBLE_DEVICES=0 taskset -c "$cpus" timeout 200 scripts/gpu-check.sh --from-pack >"$out/check.log" 2>&1
+      # Its own output folder: the check packs and removes the logs in its folder when it ends.
+      mkdir -p "$out/check"
+      CUDA_VISIBLE_DEVICES=0 OUT="$out/check" taskset -c "$cpus" timeout 200 scripts/gpu-check.sh --from-pack \
+        >"$out/check.log" 2>&1
     fi
     # Each process its own inductor and Triton caches, and compile workers for its own cores.
     export TORCHINDUCTOR_CACHE_DIR=/tmp/ingot_gpu_table_$g/inductor TRITON_CACHE_DIR=/tmp/ingot_gpu_table_$g/triton
