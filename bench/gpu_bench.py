@@ -60,6 +60,11 @@ minutes a shape autotuning again, so every mode fits one call.
 sleep before each PyTorch call): the latency of requests that arrive apart, with the GPU at its
 full clock, where back to back (the default) a batch-32 run holds the board at its power limit.
 Results of both kinds are never merged into one table (the work dir and --merge refuse it).
+Each timed PyTorch call waits one at a time (synchronized after it), so its start event would be
+recorded on an idle GPU before the host has launched the call; --torch-prime-us US (default 200)
+runs a spin kernel first, so the GPU is busy while the host launches and the events time the GPU
+work, as ingot's events, the first and last nodes of its graph, do (0: the launch counted, as
+tables before developer session 39 did; such runs do not merge with primed ones).
 Besides the CUDA-event median, each PyTorch mode gets a profiler pass (--no-kernel-time skips
 it): its kernel-busy time per call (sum of kernel and memcpy durations), a lower bound on its GPU
 time without host overhead, shown in parentheses in the table.
@@ -138,20 +143,34 @@ def new_doc():
     return {"runs": [], "device": None, "entries": {}}
 
 
+def run_setting(doc, key, option):
+    """The runs' value of a timing setting (0 in runs from before it existed); ValueError when
+    they differ: runs timed differently cannot share a table."""
+    values = {float(r.get(key, 0)) for r in doc.get("runs", [])}
+    if len(values) > 1:
+        raise ValueError(f"runs timed with different {option} ({sorted(values)}) cannot share a table")
+    return values.pop() if values else 0.0
+
+
 def idle_ms_of(doc):
-    """The runs' --idle-ms (0: back to back); ValueError when they differ."""
-    idles = {float(r.get("idle_ms", 0)) for r in doc.get("runs", [])}
-    if len(idles) > 1:
-        raise ValueError(f"runs timed with different --idle-ms ({sorted(idles)}) cannot share a table")
-    return idles.pop() if idles else 0.0
+    """The runs' --idle-ms (0: back to back)."""
+    return run_setting(doc, "idle_ms", "--idle-ms")
+
+
+def prime_us_of(doc):
+    """The runs' --torch-prime-us (0: none, as before it existed)."""
+    return run_setting(doc, "torch_prime_us", "--torch-prime-us")
 
 
 def merge_into(doc, other):
     """Folds other into doc: later values win field by field (torch modes one by one). Refuses
-    (ValueError) runs timed with another --idle-ms than doc's."""
+    (ValueError) runs timed with another --idle-ms or --torch-prime-us than doc's."""
     if doc.get("runs") and other.get("runs") and idle_ms_of(doc) != idle_ms_of(other):
         raise ValueError(f"cannot merge runs timed {idle_ms_of(other):g} ms apart into runs timed "
                          f"{idle_ms_of(doc):g} ms apart (--idle-ms)")
+    if doc.get("runs") and other.get("runs") and prime_us_of(doc) != prime_us_of(other):
+        raise ValueError(f"cannot merge runs with --torch-prime-us {prime_us_of(other):g} into runs with "
+                         f"{prime_us_of(doc):g}")
     doc["runs"].extend(other.get("runs", []))
     if other.get("device"):
         doc["device"] = other["device"]
@@ -405,11 +424,14 @@ def render(doc):
         for r in clock_rows:
             out.append("| " + " | ".join(r) + " |")
         out.append("")
-    idle = idle_ms_of(doc)
+    idle, prime = idle_ms_of(doc), prime_us_of(doc)
     out.append((f"Timed runs {idle:g} ms apart (--idle-ms: the GPU idles before each run, every side alike). "
                 if idle > 0 else "Timed runs back to back. ") +
                "ingot GPU = CUDA events recorded by the engine's graph as its first and last nodes; e2e = wall clock of one run with "
-               "host<->device copies; torch = CUDA events around one call (inputs/outputs on the GPU), "
+               "host<->device copies; torch = CUDA events around one call (inputs/outputs on the GPU), " +
+               (f"after a spin kernel of ~{prime:g} us that keeps the GPU busy while the host launches the call "
+                "(--torch-prime-us: the launch left out of the GPU time, as ingot's graph events leave it out), "
+                if prime > 0 else "the host's launch of the call included, ") +
                "median; (x) = torch's kernel-busy ms per call from the profiler (sum of kernel/memcpy durations: no "
                "launch gaps, no host overhead; a lower bound); ingot/best = ingot GPU / best torch median; "
                "ingot/best busy = ingot GPU / lowest torch busy; ✓/✗ = ingot GPU against the target.")
@@ -711,9 +733,19 @@ def compare(np, out, ref):
             "nonfinite": int(np.size(out) - np.count_nonzero(np.isfinite(out)))}
 
 
-def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph, idle_ms=0.0):
+# Spin cycles a microsecond of --torch-prime-us: the highest SM clock of an H100 or H200 (a lower
+# clock spins longer, which only widens the margin).
+PRIME_CYCLES_PER_US = 2000
+
+
+def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph, idle_ms=0.0, prime_us=0.0):
     """Median of CUDA-event times around one call, synchronizing after each (one call in flight),
-    each call after idle_ms asleep (--idle-ms)."""
+    each call after idle_ms asleep (--idle-ms). With prime_us a spin kernel (torch.cuda._sleep)
+    runs before the start event: the GPU is busy while the host launches the call, so the start
+    event is recorded when the spin ends, by then (for calls that launch within prime_us) behind
+    the call's work, and the time is the GPU's alone, as ingot's graph-recorded events are. The
+    wall clock (logged, not tabled) then includes what is left of the spin when the call is
+    launched."""
     mark = torch.compiler.cudagraph_mark_step_begin if cudagraph else (lambda: None)
     t0 = time.perf_counter()
     mark()
@@ -735,6 +767,8 @@ def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph, idle_m
             if idle_ms > 0:
                 time.sleep(idle_ms / 1e3)
             mark()
+            if prime_us > 0:
+                torch.cuda._sleep(int(prime_us * PRIME_CYCLES_PER_US))
             w0 = time.perf_counter()
             s.record()
             fn(*args)
@@ -931,7 +965,8 @@ def bench_model(args, torch, np, name, doc, doc_path):
                             fn = torch.compile(m16, mode=None if mode == "default" else mode, dynamic=False)
                         with (torch.no_grad() if args.no_grad else torch.inference_mode()):
                             r = time_torch(torch, fn, ins, args.iterations, args.warmup_ms / 1e3,
-                                           3 if args.quick else 10, mode in CUDAGRAPH_MODES, args.idle_ms)
+                                           3 if args.quick else 10, mode in CUDAGRAPH_MODES, args.idle_ms,
+                                           args.torch_prime_us)
                             if not args.no_kernel_time:
                                 try:
                                     r.update(gpu_busy(torch, fn, ins, mode in CUDAGRAPH_MODES,
@@ -1016,6 +1051,9 @@ def main():
     ap.add_argument("--warmup-ms", type=float, default=500, help="warm-up per shape and backend (default 500)")
     ap.add_argument("--idle-ms", type=float, default=0.0,
                     help="idle ms before each timed run, every side (ingot bench --idle-time; default 0: back to back)")
+    ap.add_argument("--torch-prime-us", type=float, default=200.0,
+                    help="spin kernel before each timed PyTorch call's start event, so that the host's launch "
+                         "is not GPU time (default 200; 0: the launch counted, as before)")
     ap.add_argument("--ingot-duration", type=float, default=1.0, help="ingot bench --duration (default 1 s)")
     ap.add_argument("--ingot-timeout", type=int, default=420, help="seconds per ingot subprocess (default 420)")
     ap.add_argument("--skip-ingot", action="store_true")
@@ -1088,6 +1126,10 @@ def main():
         print("no CUDA device", file=sys.stderr)
         return 1
     torch.backends.cudnn.benchmark = True
+    if args.torch_prime_us > 0 and not hasattr(torch.cuda, "_sleep"):
+        print(f"torch {torch.__version__} has no torch.cuda._sleep: --torch-prime-us needs it (0 times the "
+              "launch with the call)", file=sys.stderr)
+        return 2
 
     doc_path = os.path.join(args.work, "results.json")
     doc = new_doc()
@@ -1109,10 +1151,14 @@ def main():
     run = {"started": datetime.datetime.now().isoformat(timespec="seconds"), "argv": sys.argv[1:],
            "ingot_version": ingot_version, "models": args.models, "modes": [] if args.skip_torch else args.modes,
            "skip_ingot": args.skip_ingot, "iterations": args.iterations, "warmup_ms": args.warmup_ms,
-           "idle_ms": args.idle_ms}
+           "idle_ms": args.idle_ms, "torch_prime_us": args.torch_prime_us}
     if doc["runs"] and idle_ms_of(doc) != args.idle_ms:
         print(f"{doc_path} holds runs timed {idle_ms_of(doc):g} ms apart; this one is --idle-ms {args.idle_ms:g}: "
               "use another --work or --fresh", file=sys.stderr)
+        return 2
+    if doc["runs"] and prime_us_of(doc) != args.torch_prime_us:
+        print(f"{doc_path} holds runs with --torch-prime-us {prime_us_of(doc):g}; this one has "
+              f"{args.torch_prime_us:g}: use another --work or --fresh", file=sys.stderr)
         return 2
     doc["runs"].append(run)
 

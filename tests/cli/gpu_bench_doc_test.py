@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/gpu_bench.py's results document, which needs no GPU and no torch: merging keeps the
-later value of a field, runs timed with different --idle-ms never share a table (merge_into and
---merge refuse them), and the table says how its runs were timed. Exit 0 pass, 1 fail."""
+later value of a field, runs timed with different --idle-ms or --torch-prime-us never share a
+table (merge_into and --merge refuse them), and the table says how its runs were timed. Exit 0
+pass, 1 fail."""
 import json
 import os
 import subprocess
@@ -14,10 +15,12 @@ sys.path.insert(0, BENCH)
 import gpu_bench as g  # noqa: E402
 
 
-def doc(idle, gpu_ms, mode_ms):
+def doc(idle, gpu_ms, mode_ms, prime=None):
     run = {"started": "2026-11-28T00:00:00", "ingot_version": "ingot 0.1.0"}
     if idle is not None:
         run["idle_ms"] = idle
+    if prime is not None:
+        run["torch_prime_us"] = prime
     entry = {"model": "bert", "batch": 32, "seq": 128, "ingot": {"gpu_median_ms": gpu_ms, "e2e_median_ms": gpu_ms + 0.04},
              "torch": {"reduce-overhead": {"median_ms": mode_ms}}}
     return {"runs": [run], "device": None, "entries": {g.entry_key("bert", 32, 128): entry}}
@@ -47,6 +50,19 @@ def main():
     spaced = g.new_doc()
     g.merge_into(spaced, doc(2.0, 1.32, 2.10))
     check("Timed runs 2 ms apart" in g.render(spaced), "a spaced table says so")
+
+    # Documents from before --torch-prime-us existed read as unprimed (the launch counted).
+    check("the host's launch of the call included" in table, "an unprimed table says the launch counts")
+    primed = g.new_doc()
+    g.merge_into(primed, doc(0, 1.34, 2.13, prime=200))
+    g.merge_into(primed, doc(0, 1.33, 2.12, prime=200))
+    check(g.prime_us_of(primed) == 200, "primed runs merge")
+    check("spin kernel of ~200 us" in g.render(primed), "a primed table says so")
+    try:
+        g.merge_into(primed, doc(0, 1.41, 2.24))
+        failures.append("merging unprimed runs into primed runs raised nothing")
+    except ValueError as e:
+        check("--torch-prime-us" in str(e), "the refusal names --torch-prime-us")
 
     # --merge on the command line: exit 2 and one line naming the file.
     with tempfile.TemporaryDirectory() as tmp:
