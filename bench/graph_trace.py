@@ -4,7 +4,9 @@
 replays the graph and copies the outputs back, so the kernels between two input copies are one
 replay. The table is the median over the last 20 replays of the most common length: each node's
 duration, the gap from the end of the node before it (negative where dependent launch overlaps
-them) and its launch shape; then the replay's span and the sums.
+them) and its launch shape; then the replay's span and the sums, and the time a replay has no
+kernel running at all, with its longest stretch (a node that starts late, as session 39's root
+clear did, shows there and not in the gaps, which are to the node listed before).
 
     python3 bench/graph_trace.py trace_distilbert_32.csv.gz [--totals]   # --totals: sums by kernel name only
 """
@@ -38,6 +40,18 @@ def short(name):
     return re.sub(r"void |ingot::cuda::|<unnamed>::", "", name)[:70]
 
 
+def idle_stretches(replay):
+    """(ns, index of the kernel that ends it) for each stretch of a replay with no kernel running."""
+    order = sorted(range(len(replay)), key=lambda i: replay[i][0])
+    out, end = [], None
+    for i in order:
+        start, dur = replay[i][0], replay[i][1]
+        if end is not None and start > end:
+            out.append((start - end, i))
+        end = start + dur if end is None else max(end, start + dur)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trace")
@@ -63,9 +77,17 @@ def main():
     else:
         for name, us in sums.most_common():
             print("%8.1f us  %s" % (us, name))
-    span = med(x[-1][0] + x[-1][1] - x[0][0] for x in full) / 1e3
+    span = med(max(k[0] + k[1] for k in x) - x[0][0] for x in full) / 1e3
     print("replays %d (%d used), %d kernels each; span %.1f us = kernels %.1f + gaps %.1f" %
           (len(runs), len(full), n, span, sum(r[1] for r in rows), sum(r[2] for r in rows)))
+    # Time with no kernel running at all (the gaps above are to the node listed before, which on
+    # a graph's side branch may run beside the chain): a kernel waiting for a late node shows here.
+    idle = [idle_stretches(x) for x in full]
+    longest = max(idle[-1], default=(0.0, 0))
+    print("no kernel running: %.1f us a replay (median; spans %.1f-%.1f us); longest stretch %.1f us, before #%d" %
+          (med(sum(g for g, _ in i) for i in idle) / 1e3,
+           min(max(k[0] + k[1] for k in x) - x[0][0] for x in full) / 1e3,
+           max(max(k[0] + k[1] for k in x) - x[0][0] for x in full) / 1e3, longest[0] / 1e3, longest[1]))
 
 
 if __name__ == "__main__":
