@@ -90,7 +90,7 @@ TEST(GemmClears, ClearWaitsForThePreviousProductOnly) {
 
   EXPECT_EQ(release_gemm_clears(g, spans, ws, kWs), 2);
   // The first product's clear beside the node before it (a root, ready at the graph's start,
-  // started late in BERT-base b32's replays); the second's after the first product.
+  // started late in BERT-base b32's traced replays); the second's after the first product.
   EXPECT_EQ(deps_of(clear0), std::vector<cudaGraphNode_t>{graph_start});
   EXPECT_EQ(deps_of(clear1), std::vector<cudaGraphNode_t>{copy0});
   const auto d0 = deps_of(copy0), d1 = deps_of(copy1);

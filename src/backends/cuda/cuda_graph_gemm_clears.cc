@@ -115,9 +115,10 @@ bool move_clear(cudaGraph_t graph, cudaGraphNode_t clear, const std::vector<cuda
 // What the first product's clear waits for: the node before the node before the product (the
 // clears after it wait for the product before, further back), so that it runs beside the
 // kernel before the product as the others do. A root instead, ready when the graph starts,
-// started 60-190 us late in every replay of BERT-base b32 (H200, developer session 39), and the
-// first FFN 1 waited for it. None (a root) where there is no such node, or with
-// INGOT_CUDA_GEMM_CLEARS=root (an A/B switch).
+// started 60-190 us late in every traced replay of BERT-base b32 (H200, Nsight Systems,
+// developer session 39) and the first FFN 1 waited for it; untraced, `ingot bench` gained
+// ~0.4 %. None (a root) where there is no such node, or with INGOT_CUDA_GEMM_CLEARS=root (an
+// A/B switch).
 cudaGraphNode_t first_clear_after(const GemmCaptureSpan& s) {
   const char* e = std::getenv("INGOT_CUDA_GEMM_CLEARS");
   if ((e && std::strcmp(e, "root") == 0) || s.before.size() != 1) return nullptr;
