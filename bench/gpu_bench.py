@@ -143,6 +143,10 @@ def new_doc():
     return {"runs": [], "device": None, "entries": {}}
 
 
+# How runs were timed: (the run's key, the option). Runs that differ in one never share a table.
+TIMING_SETTINGS = (("idle_ms", "--idle-ms"), ("torch_prime_us", "--torch-prime-us"))
+
+
 def run_setting(doc, key, option):
     """The runs' value of a timing setting (0 in runs from before it existed); ValueError when
     they differ: runs timed differently cannot share a table."""
@@ -165,12 +169,12 @@ def prime_us_of(doc):
 def merge_into(doc, other):
     """Folds other into doc: later values win field by field (torch modes one by one). Refuses
     (ValueError) runs timed with another --idle-ms or --torch-prime-us than doc's."""
-    if doc.get("runs") and other.get("runs") and idle_ms_of(doc) != idle_ms_of(other):
-        raise ValueError(f"cannot merge runs timed {idle_ms_of(other):g} ms apart into runs timed "
-                         f"{idle_ms_of(doc):g} ms apart (--idle-ms)")
-    if doc.get("runs") and other.get("runs") and prime_us_of(doc) != prime_us_of(other):
-        raise ValueError(f"cannot merge runs with --torch-prime-us {prime_us_of(other):g} into runs with "
-                         f"{prime_us_of(doc):g}")
+    if doc.get("runs") and other.get("runs"):
+        for key, option in TIMING_SETTINGS:
+            ours, theirs = run_setting(doc, key, option), run_setting(other, key, option)
+            if ours != theirs:
+                raise ValueError(f"cannot merge runs timed with {option} {theirs:g} into runs timed with "
+                                 f"{option} {ours:g}")
     doc["runs"].extend(other.get("runs", []))
     if other.get("device"):
         doc["device"] = other["device"]
@@ -1152,14 +1156,12 @@ def main():
            "ingot_version": ingot_version, "models": args.models, "modes": [] if args.skip_torch else args.modes,
            "skip_ingot": args.skip_ingot, "iterations": args.iterations, "warmup_ms": args.warmup_ms,
            "idle_ms": args.idle_ms, "torch_prime_us": args.torch_prime_us}
-    if doc["runs"] and idle_ms_of(doc) != args.idle_ms:
-        print(f"{doc_path} holds runs timed {idle_ms_of(doc):g} ms apart; this one is --idle-ms {args.idle_ms:g}: "
-              "use another --work or --fresh", file=sys.stderr)
-        return 2
-    if doc["runs"] and prime_us_of(doc) != args.torch_prime_us:
-        print(f"{doc_path} holds runs with --torch-prime-us {prime_us_of(doc):g}; this one has "
-              f"{args.torch_prime_us:g}: use another --work or --fresh", file=sys.stderr)
-        return 2
+    for key, option in TIMING_SETTINGS:
+        held = run_setting(doc, key, option)
+        if doc["runs"] and held != run[key]:
+            print(f"{doc_path} holds runs timed with {option} {held:g}; this one has {run[key]:g}: "
+                  "use another --work or --fresh", file=sys.stderr)
+            return 2
     doc["runs"].append(run)
 
     log(f"device: {torch.cuda.get_device_name(0)}; torch {torch.__version__} CUDA {torch.version.cuda}; "

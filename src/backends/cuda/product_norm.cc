@@ -27,24 +27,6 @@ int split_override() {
   return parts;
 }
 
-}  // namespace
-
-int product_norm_split(DType dtype, int64_t m, int64_t n, int64_t k) {
-  if (m <= 0 || m > kSplitMaxRows || !row_norm_takes_partials(dtype, n)) return 0;
-  // Parts of K = N each (FFN 2: four of 768), at most four, unless asked for otherwise.
-  const int asked = split_override();
-  const int parts = asked >= 0 ? asked : int(std::min<int64_t>(4, k / n));
-  // Whole 64-deep steps a part, so that every slice of A and W starts 128-byte aligned.
-  if (parts < 2 || k % (int64_t(parts) * 64) != 0) return 0;
-  return parts;
-}
-
-size_t product_norm_split_bytes(DType dtype, int64_t m, int64_t n, int64_t k) {
-  return size_t(product_norm_split(dtype, m, n, k)) * size_t(m) * size_t(n) * sizeof(float);
-}
-
-namespace {
-
 // The LayerNorm launch into y [rows, n] with norm's parameters; its input is the caller's to set.
 RowNormLaunch norm_launch(const CudaHandles& h, DType dtype, void* y, int64_t rows, int64_t n,
                           const LayerNormArgs& norm) {
@@ -60,6 +42,20 @@ RowNormLaunch norm_launch(const CudaHandles& h, DType dtype, void* y, int64_t ro
 }
 
 }  // namespace
+
+int product_norm_split(DType dtype, int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || m > kSplitMaxRows || !row_norm_takes_partials(dtype, n)) return 0;
+  // Parts of K = N each (FFN 2: four of 768), at most four, unless asked for otherwise.
+  const int asked = split_override();
+  const int parts = asked >= 0 ? asked : int(std::min<int64_t>(4, k / n));
+  // Whole 64-deep steps a part, so that every slice of A and W starts 128-byte aligned.
+  if (parts < 2 || k % (int64_t(parts) * 64) != 0) return 0;
+  return parts;
+}
+
+size_t product_norm_split_bytes(DType dtype, int64_t m, int64_t n, int64_t k) {
+  return size_t(product_norm_split(dtype, m, n, k)) * size_t(m) * size_t(n) * sizeof(float);
+}
 
 Status layer_norm_in_place(const CudaHandles& h, DType dtype, void* y, int64_t rows, int64_t n,
                            const LayerNormArgs& norm, const char* what) {
@@ -90,7 +86,7 @@ Status product_layer_norm(const CudaHandles& h, const GemmDesc& d, const void* a
     return cuda_status(launch_product_norm(p, h.stream), what);
   }
   if (const int parts = product_norm_split(d.dtype, d.m, d.n, d.k);
-      parts > 0 && norm.scratch && norm.scratch_bytes >= size_t(parts) * size_t(d.m * d.n) * sizeof(float) &&
+      parts > 0 && norm.scratch && norm.scratch_bytes >= product_norm_split_bytes(d.dtype, d.m, d.n, d.k) &&
       reinterpret_cast<uintptr_t>(norm.scratch) % 256 == 0) {
     GemmDesc p;
     p.m = d.m, p.n = d.n, p.k = d.k / parts;
