@@ -409,7 +409,9 @@ TEST(CudaEngine, LargeOutputsComeBackIntoReusedPinnedMemory) {
     const Tensor& y = out->at(0).tensor;
     expect_close(y, run % 2 ? ref_two : ref_one, 1e-5, 1e-5, "run " + std::to_string(run));
     EXPECT_TRUE(pinned(y.raw())) << "run " << run << ": an 8 MB output is not in pinned memory";
-    if (run > 0) EXPECT_EQ(y.raw(), released) << "run " << run << ": the released block was not reused";
+    if (run > 0) {
+      EXPECT_EQ(y.raw(), released) << "run " << run << ": the released block was not reused";
+    }
     released = y.raw();
   }
   auto held = ctx->run(one);
@@ -521,6 +523,14 @@ TEST(CudaEngine, DependentLaunchChangesNoOutput) {
     expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}, Fixture{"gpt2", "torchscript"},
                                      Fixture{"resnet18", "torchscript"}},
                                     "INGOT_CUDA_PDL", "0", mode, 3);
+}
+
+// INGOT_CUDA_REPEAT_OPS (a timing aid): the named op types' kernels run twice; none of these
+// writes over its inputs, so every output is bit for bit the same, in a graph and without one.
+TEST(CudaEngine, RepeatOpsChangesNoOutputOfOpsThatKeepTheirInputs) {
+  INGOT_REQUIRE_GPU();
+  expect_switch_changes_no_output({bert(), Fixture{"distilbert", "torchscript"}}, "INGOT_CUDA_REPEAT_OPS", nullptr,
+                                  "EmbedLayerNorm,Attention", 2);
 }
 
 // INGOT_CUDA_SKIP_OPS (a timing aid): the named op types enqueue nothing, so their outputs are

@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ class CudaContext final : public DeviceContext {
     int64_t launches = 0;
   };
   bool profiling_ = false;
+  std::set<std::string> repeat_ops_;  // INGOT_CUDA_REPEAT_OPS (a timing aid, cuda_context.cc)
   double profile_enqueue_ms_ = 1.0;  // host time of the last run's enqueue: sizes the profile's stream hold
   std::vector<cudaEvent_t> step_events_;
   std::map<std::string, OpTime> profile_;
