@@ -52,7 +52,8 @@ for m in ${models//,/ }; do
         without+=("$(gpu_median "$engine" "$shapes" "$variable=$f")")
       done
       a=$(median "${with[@]}") c=$(median "${without[@]}")
-      echo "| $m | $b | $f | $a | $c | $(python3 -c "import sys; a,c=sys.argv[1:]; print('nan' if 'nan' in (a,c) else '%.4f' % abs(float(a)-float(c)))" "$a" "$c") |"
+      # cost: with - without (skipped), or twice - once (repeated); negative within the noise
+      echo "| $m | $b | $f | $a | $c | $(python3 -c "import sys; a,c,rep=sys.argv[1:]; print('nan' if 'nan' in (a,c) else '%.4f' % ((float(c)-float(a)) if rep == '1' else (float(a)-float(c))))" "$a" "$c" "$repeat") |"
     done
   done
 done
