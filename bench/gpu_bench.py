@@ -21,9 +21,11 @@ Per model:
      (results[0].ingot.median_ms, wall clock including host<->device copies).
   3. PyTorch fp16 (model.half() on cuda, inputs on cuda, torch.inference_mode(),
      cudnn.benchmark on, ResNet-50 in channels_last): eager, torch.compile default,
-     "reduce-overhead" and "max-autotune", each compiled per shape with dynamic=False. Each call
-     is timed with CUDA events around it and a synchronize after it (latency, one call in flight);
-     the medians are compared with ingot's GPU compute median. CUDA-graph modes call
+     "reduce-overhead" and "max-autotune", each compiled per shape with dynamic=False. The timed
+     calls run back to back as ingot bench's runs do (enqueued one after another, a CUDA event
+     between each two: each interval is one call's GPU time while the GPU never waits for the
+     host); --torch-back-to-back 0, or --idle-ms, times one call at a time instead (events around
+     it, a synchronize after it); the medians are compared with ingot's GPU compute median. CUDA-graph modes call
      torch.compiler.cudagraph_mark_step_begin() before every call (outputs are not kept).
   4. floor: max(FLOPs / matrix rate, fp16 weight bytes / copy bandwidth), where FLOPs come from
      torch.utils.flop_counter.FlopCounterMode on the fp16 model (a multiply-add is 2 FLOPs), the
@@ -60,11 +62,17 @@ minutes a shape autotuning again, so every mode fits one call.
 sleep before each PyTorch call): the latency of requests that arrive apart, with the GPU at its
 full clock, where back to back (the default) a batch-32 run holds the board at its power limit.
 Results of both kinds are never merged into one table (the work dir and --merge refuse it).
-Each timed PyTorch call waits one at a time (synchronized after it), so its start event would be
-recorded on an idle GPU before the host has launched the call; --torch-prime-us US (default 200)
-runs a spin kernel first, so the GPU is busy while the host launches and the events time the GPU
-work, as ingot's events, the first and last nodes of its graph, do (0: the launch counted, as
-tables before developer session 39 did; such runs do not merge with primed ones).
+Back to back, both sides hold the GPU busy the same way: a batch-32 run at the board's power
+limit is timed at the clock that limit allows, on both sides. Before developer session 40 the
+PyTorch calls were synchronized one at a time (--torch-back-to-back 0), which leaves the GPU idle
+between calls (for the host's launch and synchronize, and the spin below) and so let PyTorch run
+at a higher clock than ingot's back-to-back runs; such runs do not merge with back-to-back ones.
+A call timed alone would have its start event recorded on an idle GPU before the host has
+launched the call; --torch-prime-us US (default 200) runs a spin kernel first (before each call
+timed alone, before the first of a back-to-back series), so the GPU is busy while the host
+launches and the events time the GPU work, as ingot's events, the first and last nodes of its
+graph, do (0: the launch counted, as tables before developer session 39 did; such runs do not
+merge with primed ones).
 Besides the CUDA-event median, each PyTorch mode gets a profiler pass (--no-kernel-time skips
 it): its kernel-busy time per call (sum of kernel and memcpy durations), a lower bound on its GPU
 time without host overhead, shown in parentheses in the table.
@@ -144,7 +152,8 @@ def new_doc():
 
 
 # How runs were timed: (the run's key, the option). Runs that differ in one never share a table.
-TIMING_SETTINGS = (("idle_ms", "--idle-ms"), ("torch_prime_us", "--torch-prime-us"))
+TIMING_SETTINGS = (("idle_ms", "--idle-ms"), ("torch_prime_us", "--torch-prime-us"),
+                   ("torch_back_to_back", "--torch-back-to-back"))
 
 
 def run_setting(doc, key, option):
@@ -166,9 +175,14 @@ def prime_us_of(doc):
     return run_setting(doc, "torch_prime_us", "--torch-prime-us")
 
 
+def torch_back_to_back_of(doc):
+    """Whether the runs timed PyTorch's calls back to back (0: one at a time, as before it existed)."""
+    return run_setting(doc, "torch_back_to_back", "--torch-back-to-back") != 0
+
+
 def merge_into(doc, other):
     """Folds other into doc: later values win field by field (torch modes one by one). Refuses
-    (ValueError) runs timed with another --idle-ms or --torch-prime-us than doc's."""
+    (ValueError) runs timed with another --idle-ms, --torch-prime-us or --torch-back-to-back than doc's."""
     if doc.get("runs") and other.get("runs"):
         for key, option in TIMING_SETTINGS:
             ours, theirs = run_setting(doc, key, option), run_setting(other, key, option)
@@ -428,13 +442,19 @@ def render(doc):
         for r in clock_rows:
             out.append("| " + " | ".join(r) + " |")
         out.append("")
-    idle, prime = idle_ms_of(doc), prime_us_of(doc)
+    idle, prime, series = idle_ms_of(doc), prime_us_of(doc), torch_back_to_back_of(doc)
     out.append((f"Timed runs {idle:g} ms apart (--idle-ms: the GPU idles before each run, every side alike). "
-                if idle > 0 else "Timed runs back to back. ") +
+                if idle > 0 else "Timed runs back to back, every side alike. " if series else
+                "ingot's timed runs back to back, PyTorch's one call at a time (synchronized after each, the GPU "
+                "idle in between: --torch-back-to-back 0). ") +
                "ingot GPU = CUDA events recorded by the engine's graph as its first and last nodes; e2e = wall clock of one run with "
-               "host<->device copies; torch = CUDA events around one call (inputs/outputs on the GPU), " +
-               (f"after a spin kernel of ~{prime:g} us that keeps the GPU busy while the host launches the call "
-                "(--torch-prime-us: the launch left out of the GPU time, as ingot's graph events leave it out), "
+               "host<->device copies; torch = " +
+               ("CUDA events between consecutive calls enqueued back to back (inputs/outputs on the GPU), " if series else
+                "CUDA events around one call (inputs/outputs on the GPU), ") +
+               ((f"after a spin kernel of ~{prime:g} us that keeps the GPU busy while the host launches the first call "
+                 "(--torch-prime-us), " if series else
+                 f"after a spin kernel of ~{prime:g} us that keeps the GPU busy while the host launches the call "
+                 "(--torch-prime-us: the launch left out of the GPU time, as ingot's graph events leave it out), ")
                 if prime > 0 else "the host's launch of the call included, ") +
                "median; (x) = torch's kernel-busy ms per call from the profiler (sum of kernel/memcpy durations: no "
                "launch gaps, no host overhead; a lower bound); ingot/best = ingot GPU / best torch median; "
@@ -742,14 +762,18 @@ def compare(np, out, ref):
 PRIME_CYCLES_PER_US = 2000
 
 
-def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph, idle_ms=0.0, prime_us=0.0):
-    """Median of CUDA-event times around one call, synchronizing after each (one call in flight),
-    each call after idle_ms asleep (--idle-ms). With prime_us a spin kernel (torch.cuda._sleep)
-    runs before the start event: the GPU is busy while the host launches the call, so the start
-    event is recorded when the spin ends, by then (for calls that launch within prime_us) behind
-    the call's work, and the time is the GPU's alone, as ingot's graph-recorded events are. The
-    wall clock (logged, not tabled) then includes what is left of the spin when the call is
-    launched."""
+def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph, idle_ms=0.0, prime_us=0.0,
+               back_to_back=False):
+    """Median of per-call CUDA-event times. back_to_back: the calls enqueued one after another with
+    an event between each two (interval i is call i's GPU time while the host keeps ahead; where it
+    does not, as in eager mode, the host's pace), synchronized once at the end; the wall clock is
+    then the series' mean. Otherwise one call at a time, events around it and a synchronize after
+    it, each call after idle_ms asleep (--idle-ms). With prime_us a spin kernel
+    (torch.cuda._sleep) runs before the (first) start event: the GPU is busy while the host
+    launches the call, so the start event is recorded when the spin ends, by then (for calls that
+    launch within prime_us) behind the call's work, and the time is the GPU's alone, as ingot's
+    graph-recorded events are. The wall clock (logged, not tabled) then includes what is left of
+    the spin when the call is launched."""
     mark = torch.compiler.cudagraph_mark_step_begin if cudagraph else (lambda: None)
     t0 = time.perf_counter()
     mark()
@@ -765,20 +789,34 @@ def time_torch(torch, fn, args, iters, warmup_s, warmup_iters, cudagraph, idle_m
             fn(*args)
             n += 1
         torch.cuda.synchronize()
-        evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-        wall = []
-        for s, e in evs:
-            if idle_ms > 0:
-                time.sleep(idle_ms / 1e3)
-            mark()
+        if back_to_back:
+            marks = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
             if prime_us > 0:
                 torch.cuda._sleep(int(prime_us * PRIME_CYCLES_PER_US))
             w0 = time.perf_counter()
-            s.record()
-            fn(*args)
-            e.record()
-            e.synchronize()
-            wall.append((time.perf_counter() - w0) * 1e3)
+            marks[0].record()
+            for e in marks[1:]:
+                mark()
+                fn(*args)
+                e.record()
+            marks[-1].synchronize()
+            wall = [(time.perf_counter() - w0) * 1e3 / iters]
+            evs = list(zip(marks[:-1], marks[1:]))
+        else:
+            evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+            wall = []
+            for s, e in evs:
+                if idle_ms > 0:
+                    time.sleep(idle_ms / 1e3)
+                mark()
+                if prime_us > 0:
+                    torch.cuda._sleep(int(prime_us * PRIME_CYCLES_PER_US))
+                w0 = time.perf_counter()
+                s.record()
+                fn(*args)
+                e.record()
+                e.synchronize()
+                wall.append((time.perf_counter() - w0) * 1e3)
     gpu = sorted(s.elapsed_time(e) for s, e in evs)
     q = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
     return {"median_ms": statistics.median(gpu), "mean_ms": statistics.fmean(gpu), "min_ms": gpu[0],
@@ -970,7 +1008,7 @@ def bench_model(args, torch, np, name, doc, doc_path):
                         with (torch.no_grad() if args.no_grad else torch.inference_mode()):
                             r = time_torch(torch, fn, ins, args.iterations, args.warmup_ms / 1e3,
                                            3 if args.quick else 10, mode in CUDAGRAPH_MODES, args.idle_ms,
-                                           args.torch_prime_us)
+                                           args.torch_prime_us, args.torch_back_to_back == 1 and args.idle_ms <= 0)
                             if not args.no_kernel_time:
                                 try:
                                     r.update(gpu_busy(torch, fn, ins, mode in CUDAGRAPH_MODES,
@@ -1058,6 +1096,10 @@ def main():
     ap.add_argument("--torch-prime-us", type=float, default=200.0,
                     help="spin kernel before each timed PyTorch call's start event, so that the host's launch "
                          "is not GPU time (default 200; 0: the launch counted, as before)")
+    ap.add_argument("--torch-back-to-back", type=int, choices=(0, 1), default=1,
+                    help="1 (default): PyTorch's timed calls back to back, an event between each two, as ingot "
+                         "bench's runs are; 0: one call at a time, synchronized after each (before developer "
+                         "session 40). --idle-ms > 0 times one call at a time")
     ap.add_argument("--ingot-duration", type=float, default=1.0, help="ingot bench --duration (default 1 s)")
     ap.add_argument("--ingot-timeout", type=int, default=420, help="seconds per ingot subprocess (default 420)")
     ap.add_argument("--skip-ingot", action="store_true")
@@ -1155,7 +1197,8 @@ def main():
     run = {"started": datetime.datetime.now().isoformat(timespec="seconds"), "argv": sys.argv[1:],
            "ingot_version": ingot_version, "models": args.models, "modes": [] if args.skip_torch else args.modes,
            "skip_ingot": args.skip_ingot, "iterations": args.iterations, "warmup_ms": args.warmup_ms,
-           "idle_ms": args.idle_ms, "torch_prime_us": args.torch_prime_us}
+           "idle_ms": args.idle_ms, "torch_prime_us": args.torch_prime_us,
+           "torch_back_to_back": int(args.torch_back_to_back and args.idle_ms <= 0)}
     for key, option in TIMING_SETTINGS:
         held = run_setting(doc, key, option)
         if doc["runs"] and held != run[key]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/gpu_bench.py's results document, which needs no GPU and no torch: merging keeps the
-later value of a field, runs timed with different --idle-ms or --torch-prime-us never share a
-table (merge_into and --merge refuse them), and the table says how its runs were timed. Exit 0
+later value of a field, runs timed with different --idle-ms, --torch-prime-us or
+--torch-back-to-back never share a table (merge_into and --merge refuse them), and the table says how its runs were timed. Exit 0
 pass, 1 fail."""
 import json
 import os
@@ -15,12 +15,14 @@ sys.path.insert(0, BENCH)
 import gpu_bench as g  # noqa: E402
 
 
-def doc(idle, gpu_ms, mode_ms, prime=None):
+def doc(idle, gpu_ms, mode_ms, prime=None, series=None):
     run = {"started": "2026-11-28T00:00:00", "ingot_version": "ingot 0.1.0"}
     if idle is not None:
         run["idle_ms"] = idle
     if prime is not None:
         run["torch_prime_us"] = prime
+    if series is not None:
+        run["torch_back_to_back"] = series
     entry = {"model": "bert", "batch": 32, "seq": 128, "ingot": {"gpu_median_ms": gpu_ms, "e2e_median_ms": gpu_ms + 0.04},
              "torch": {"reduce-overhead": {"median_ms": mode_ms}}}
     return {"runs": [run], "device": None, "entries": {g.entry_key("bert", 32, 128): entry}}
@@ -39,7 +41,8 @@ def main():
     g.merge_into(merged, doc(0, 1.40, 2.20))
     check(g.idle_ms_of(merged) == 0, "old and idle-0 runs merge as back to back")
     table = g.render(merged)
-    check("Timed runs back to back." in table, "a back-to-back table says so")
+    check("ingot's timed runs back to back, PyTorch's one call at a time" in table,
+          "a table of runs from before --torch-back-to-back says PyTorch's calls were timed one at a time")
     check("| 1.400 |" in table, "the later ingot figure wins")
     try:
         g.merge_into(merged, doc(2.0, 1.32, 2.10))
@@ -64,6 +67,20 @@ def main():
     except ValueError as e:
         check("--torch-prime-us" in str(e), "the refusal names --torch-prime-us")
 
+    # Documents from before --torch-back-to-back existed read as one call at a time.
+    series = g.new_doc()
+    g.merge_into(series, doc(0, 1.34, 2.30, prime=200, series=1))
+    g.merge_into(series, doc(0, 1.33, 2.31, prime=200, series=1))
+    check(g.torch_back_to_back_of(series), "back-to-back runs merge")
+    table = g.render(series)
+    check("Timed runs back to back, every side alike." in table, "a back-to-back table says every side was")
+    check("CUDA events between consecutive calls" in table, "and how PyTorch's calls were timed")
+    try:
+        g.merge_into(series, doc(0, 1.34, 2.13, prime=200))
+        failures.append("merging one-call-at-a-time runs into back-to-back runs raised nothing")
+    except ValueError as e:
+        check("--torch-back-to-back" in str(e), "the refusal names --torch-back-to-back")
+
     # --merge on the command line: exit 2 and one line naming the file.
     with tempfile.TemporaryDirectory() as tmp:
         a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
@@ -75,7 +92,7 @@ def main():
         check(p.stderr.count("\n") == 1 and b in p.stderr, f"one stderr line naming {b}: {p.stderr!r}")
         p = subprocess.run([sys.executable, os.path.join(BENCH, "gpu_bench.py"), "--merge", a, a],
                            capture_output=True, text=True)
-        check(p.returncode == 0 and "Timed runs back to back." in p.stdout, "--merge of like runs prints the table")
+        check(p.returncode == 0 and "runs back to back" in p.stdout, "--merge of like runs prints the table")
 
     for f in failures:
         print("FAIL:", f)
