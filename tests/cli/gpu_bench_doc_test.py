@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""bench/gpu_bench.py's results document, which needs no GPU and no torch: merging keeps the
-later value of a field, runs timed with different --idle-ms, --torch-prime-us or
---torch-back-to-back never share a table (merge_into and --merge refuse them), and the table says how its runs were timed. Exit 0
-pass, 1 fail."""
+"""bench/gpu_bench_doc.py, bench/gpu_bench.py's results document (no GPU, no torch): merging
+keeps the later value of a field, runs timed with different --idle-ms, --torch-prime-us or
+--torch-back-to-back never share a table (merge_into and gpu_bench.py --merge refuse them), and
+the table says how its runs were timed. Exit 0 pass, 1 fail."""
 import json
 import os
 import subprocess
@@ -12,7 +12,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "..", "bench")
 sys.path.insert(0, BENCH)
-import gpu_bench as g  # noqa: E402
+import gpu_bench_doc as g  # noqa: E402
 
 
 def doc(idle, gpu_ms, mode_ms, prime=None, series=None):
