@@ -14,7 +14,7 @@
 // `ingot build` tunes at a profile's shapes (Engine::tune). On a GPU the SM clock, power and
 // what held the clock down are sampled over each shape's timed runs (bench_clocks.h).
 //
-// Shape sweeps (--batch, --seq): see kShapeRule below.
+// Shape sweeps (--batch, --seq): bench_shapes.h.
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_clocks.h"
+#include "bench_shapes.h"
 #include "bench_stats.h"
 #include "bench_streams.h"
 #include "cli_common.h"
@@ -50,15 +51,11 @@
 namespace ingot::cli {
 namespace {
 
-constexpr const char* kShapeRule =
-    "Shape sweeps: --batch sets dim 0 of every input whose dim 0 is not fixed by the model; --seq sets\n"
-    "dim 1 of every integer (token) input whose dim 1 is not fixed, and any dim whose symbolic name\n"
-    "contains 'seq' (sequence, seq_len, ...). Dims sharing a symbol with a swept dim follow it (so a\n"
-    "float mask [batch, sequence] follows input_ids). Shapes are the product of the two lists, batch\n"
-    "outer. Other dims come from --shapes, else the model, else 1 (as ingot run). --batch/--seq\n"
-    "override the same dims of --shapes entries. samples/s = batch (dim 0 of the first input) x\n"
-    "inferences/s. Peak RSS is the process's getrusage high-water mark after the shape (it only\n"
-    "grows); RSS delta is that minus the peak before the model was loaded.";
+// bench --help's footer after kBenchShapeRule: what two of the table's columns mean.
+constexpr const char* kColumnNotes =
+    "samples/s = batch (dim 0 of the first input) x inferences/s. Peak RSS is the process's getrusage\n"
+    "high-water mark after the shape (it only grows); RSS delta is that minus the peak before the\n"
+    "model was loaded.";
 
 // Idle time before each alternating block: both runtimes' worker threads spin for a while after
 // a run (OpenMP's wait policy, ONNX Runtime's thread pool), and on a machine with as many cores
@@ -99,11 +96,6 @@ Expected<std::vector<int64_t>> parse_list(const std::string& flag, const std::st
   }
   if (out.empty()) return invalid_argument(flag + ": empty list (expected " + flag + " 1,8,32)");
   return out;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::string shapes_str(const std::vector<IoInfo>& ios, const std::map<std::string, Tensor>& inputs) {
@@ -190,11 +182,8 @@ struct Side {
   }
 };
 
-struct ShapeResult {
-  std::map<std::string, Shape> shapes;
+struct ShapeResult : BenchShape {
   std::string label;
-  int64_t batch = 1;
-  int64_t seq = -1;  // -1: no sequence dim
   Side ingot, ort;
   std::optional<DeviceClockReport> clocks;  // the GPU's clocks over the timed runs
 };
@@ -309,114 +298,14 @@ int run_bench(const BenchOptions& o) {
          " text(s) + inference per ingot run" + (o.against.empty() ? "" : "; ONNX Runtime runs on the same ids (no tokenizer)"));
   }
 
-  for (const auto& [name, s] : given) {
-    const IoInfo* io = engine->find_input(name);
-    if (!io) {
-      std::string names;
-      for (const auto& i : engine->inputs()) names += (names.empty() ? "" : ", ") + i.name;
-      return error("--shapes: " + mpath + " has no input '" + name + "' (its inputs: " + names + ")");
-    }
-    if (io->shape && io->shape->size() != s.size()) {
-      return error("--shapes: input '" + name + "' of " + mpath + " has rank " + std::to_string(io->shape->size()) + " " +
-                   sym_shape_str(*io->shape) + ", but --shapes gives " + shape_str(s));
-    }
-  }
-
-  // ---- which dims are batch / sequence (kShapeRule)
-  enum Role { kOther, kBatch, kSeq };
-  std::map<std::string, std::vector<Role>> roles;
-  std::set<std::string> batch_syms, seq_syms;
-  bool has_batch = false, has_seq = false;
-  for (const auto& io : engine->inputs()) {
-    if (!io.shape) continue;
-    std::vector<Role>& r = roles[io.name];
-    r.assign(io.shape->size(), kOther);
-    for (size_t d = 0; d < io.shape->size(); ++d) {
-      const Dim& dim = (*io.shape)[d];
-      if (dim.known()) continue;
-      if (d == 0) r[d] = kBatch;
-      else if ((d == 1 && dtype_is_integer(io.dtype)) || lower(dim.symbol).find("seq") != std::string::npos) r[d] = kSeq;
-      if (r[d] == kBatch && !dim.symbol.empty()) batch_syms.insert(dim.symbol);
-      if (r[d] == kSeq && !dim.symbol.empty()) seq_syms.insert(dim.symbol);
-    }
-  }
-  for (const auto& io : engine->inputs()) {
-    if (!io.shape) continue;
-    std::vector<Role>& r = roles[io.name];
-    for (size_t d = 0; d < io.shape->size(); ++d) {
-      const Dim& dim = (*io.shape)[d];
-      if (dim.known() || dim.symbol.empty() || r[d] != kOther) continue;
-      if (batch_syms.count(dim.symbol)) r[d] = kBatch;
-      else if (seq_syms.count(dim.symbol)) r[d] = kSeq;
-    }
-    for (Role x : r) {
-      has_batch = has_batch || x == kBatch;
-      has_seq = has_seq || x == kSeq;
-    }
-  }
-  if (!batches.empty() && !has_batch) {
-    return error("--batch: no input of " + mpath + " has a free batch dimension (dim 0 not fixed by the model)");
-  }
-  if (!seqs.empty() && !has_seq) {
-    return error("--seq: no input of " + mpath +
-                 " has a free sequence dimension (dim 1 of an integer input, or a dim named like 'seq')");
-  }
-
-  // Symbols fixed by --shapes entries (as ingot run learns them).
-  std::map<std::string, int64_t> symbols;
-  for (const auto& io : engine->inputs()) {
-    auto it = given.find(io.name);
-    if (it == given.end() || !io.shape) continue;
-    for (size_t d = 0; d < it->second.size(); ++d) {
-      const Dim& dim = (*io.shape)[d];
-      if (!dim.known() && !dim.symbol.empty()) symbols.emplace(dim.symbol, it->second[d]);
-    }
-  }
-  if (batches.empty()) batches = {0};  // 0: not swept
-  if (seqs.empty()) seqs = {0};
   std::set<std::string> noted;
+  auto shape_list = bench_shapes(*engine, mpath, given, batches, seqs, note);
+  if (!shape_list) return error(shape_list.status());
   std::vector<ShapeResult> results;
-  for (int64_t b : batches) {
-    for (int64_t s : seqs) {
-      ShapeResult r;
-      for (const auto& io : engine->inputs()) {
-        auto g = given.find(io.name);
-        if (g == given.end() && !io.shape) continue;  // add_random_inputs reports it
-        Shape shape;
-        size_t rank = g != given.end() ? g->second.size() : io.shape->size();
-        for (size_t d = 0; d < rank; ++d) {
-          Role role = roles.count(io.name) && d < roles[io.name].size() ? roles[io.name][d] : kOther;
-          if (role == kBatch && b > 0) { shape.push_back(b); continue; }
-          if (role == kSeq && s > 0) { shape.push_back(s); continue; }
-          if (g != given.end()) { shape.push_back(g->second[d]); continue; }
-          const Dim& dim = (*io.shape)[d];
-          if (dim.known()) { shape.push_back(dim.value); continue; }
-          if (!dim.symbol.empty() && symbols.count(dim.symbol)) { shape.push_back(symbols[dim.symbol]); continue; }
-          std::string what = dim.symbol.empty() ? "input '" + io.name + "' dimension " + std::to_string(d) : "'" + dim.symbol + "'";
-          if (noted.insert(what).second) {
-            note(what + " unset, using 1; set with --shapes " + io.name + ":..." +
-                 (role == kBatch ? " or --batch" : role == kSeq ? " or --seq" : ""));
-          }
-          if (!dim.symbol.empty()) symbols[dim.symbol] = 1;
-          shape.push_back(1);
-        }
-        r.shapes[io.name] = shape;
-      }
-      if (!engine->inputs().empty()) {
-        auto it = r.shapes.find(engine->inputs().front().name);
-        if (it != r.shapes.end() && !it->second.empty()) r.batch = it->second[0];
-      }
-      if (has_seq) {
-        for (const auto& io : engine->inputs()) {
-          auto it = roles.find(io.name);
-          if (it == roles.end()) continue;
-          for (size_t d = 0; d < it->second.size() && r.seq < 0; ++d) {
-            if (it->second[d] == kSeq) r.seq = r.shapes[io.name][d];
-          }
-        }
-      }
-      results.push_back(std::move(r));
-    }
+  for (BenchShape& b : shape_list->each) {
+    ShapeResult r;
+    static_cast<BenchShape&>(r) = std::move(b);
+    results.push_back(std::move(r));
   }
 
   // ---- header: what runs, where
@@ -612,7 +501,7 @@ int run_bench(const BenchOptions& o) {
   }
 
   // ---- table
-  bool by_dims = has_batch || has_seq;
+  bool by_dims = shape_list->has_batch_dim || shape_list->has_seq_dim;
   std::vector<std::string> header;
   std::vector<bool> right;
   if (by_dims) {
@@ -803,7 +692,7 @@ Command setup_bench(CLI::App& parent) {
       ->check(CLI::Range(0.0, 60000.0));
   app->add_option("--ort-peer", o->ort_peer, "which ONNX Runtime peer: auto (python first), python, node")
       ->check(CLI::IsMember({"auto", "python", "node"}));
-  app->footer(kShapeRule);
+  app->footer(std::string(kBenchShapeRule) + "\n" + kColumnNotes);
   return Command{app, [o] { return run_bench(*o); }};
 }
 
