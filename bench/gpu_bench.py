@@ -743,7 +743,7 @@ def bench_model(args, torch, np, name, doc, doc_path):
                         with (torch.no_grad() if args.no_grad else torch.inference_mode()):
                             r = time_torch(torch, fn, ins, args.iterations, args.warmup_ms / 1e3,
                                            3 if args.quick else 10, mode in CUDAGRAPH_MODES, args.idle_ms,
-                                           args.torch_prime_us, args.torch_back_to_back == 1 and args.idle_ms <= 0)
+                                           args.torch_prime_us, bool(args.torch_back_to_back))
                             if not args.no_kernel_time:
                                 try:
                                     r.update(gpu_busy(torch, fn, ins, mode in CUDAGRAPH_MODES,
@@ -876,6 +876,7 @@ def main():
 
     args.models = [m for m in args.models.split(",") if m]
     args.modes = [m for m in args.modes.split(",") if m]
+    args.torch_back_to_back = int(args.torch_back_to_back == 1 and args.idle_ms <= 0)  # idle: one call at a time
     bad = [m for m in args.models if m not in MODELS] + [m for m in args.modes if m not in MODES]
     if bad:
         ap.error(f"unknown model/mode {bad}: models {MODELS}, modes {MODES}")
@@ -933,7 +934,7 @@ def main():
            "ingot_version": ingot_version, "models": args.models, "modes": [] if args.skip_torch else args.modes,
            "skip_ingot": args.skip_ingot, "iterations": args.iterations, "warmup_ms": args.warmup_ms,
            "idle_ms": args.idle_ms, "torch_prime_us": args.torch_prime_us,
-           "torch_back_to_back": int(args.torch_back_to_back and args.idle_ms <= 0)}
+           "torch_back_to_back": args.torch_back_to_back}
     for key, option in TIMING_SETTINGS:
         held = run_setting(doc, key, option)
         if doc["runs"] and held != run[key]:

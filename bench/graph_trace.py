@@ -77,7 +77,8 @@ def main():
     else:
         for name, us in sums.most_common():
             print("%8.1f us  %s" % (us, name))
-    span = med(max(k[0] + k[1] for k in x) - x[0][0] for x in full) / 1e3
+    spans = [max(k[0] + k[1] for k in x) - x[0][0] for x in full]
+    span = med(spans) / 1e3
     print("replays %d (%d used), %d kernels each; span %.1f us = kernels %.1f + gaps %.1f" %
           (len(runs), len(full), n, span, sum(r[1] for r in rows), sum(r[2] for r in rows)))
     # Time with no kernel running at all (the gaps above are to the node listed before, which on
@@ -86,8 +87,7 @@ def main():
     longest = max(idle[-1], default=(0.0, 0))
     print("no kernel running: %.1f us a replay (median; spans %.1f-%.1f us); longest stretch %.1f us, before #%d" %
           (med(sum(g for g, _ in i) for i in idle) / 1e3,
-           min(max(k[0] + k[1] for k in x) - x[0][0] for x in full) / 1e3,
-           max(max(k[0] + k[1] for k in x) - x[0][0] for x in full) / 1e3, longest[0] / 1e3, longest[1]))
+           min(spans) / 1e3, max(spans) / 1e3, longest[0] / 1e3, longest[1]))
 
 
 if __name__ == "__main__":

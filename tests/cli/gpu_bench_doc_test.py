@@ -9,6 +9,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import Checks  # tests/cli/checks.py, beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "..", "bench")
 sys.path.insert(0, BENCH)
@@ -29,11 +31,7 @@ def doc(idle, gpu_ms, mode_ms, prime=None, series=None):
 
 
 def main():
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
+    check = Checks("gpu_bench_doc")
 
     # Documents from before --idle-ms existed read as back to back.
     merged = g.new_doc()
@@ -46,7 +44,7 @@ def main():
     check("| 1.400 |" in table, "the later ingot figure wins")
     try:
         g.merge_into(merged, doc(2.0, 1.32, 2.10))
-        failures.append("merging 2 ms-apart runs into back-to-back runs raised nothing")
+        check(False, "merging 2 ms-apart runs into back-to-back runs raised nothing")
     except ValueError as e:
         check("--idle-ms" in str(e), "the refusal names --idle-ms")
     check(len(merged["runs"]) == 2, "a refused merge leaves the document as it was")
@@ -63,7 +61,7 @@ def main():
     check("spin kernel of ~200 us" in g.render(primed), "a primed table says so")
     try:
         g.merge_into(primed, doc(0, 1.41, 2.24))
-        failures.append("merging unprimed runs into primed runs raised nothing")
+        check(False, "merging unprimed runs into primed runs raised nothing")
     except ValueError as e:
         check("--torch-prime-us" in str(e), "the refusal names --torch-prime-us")
 
@@ -77,7 +75,7 @@ def main():
     check("CUDA events between consecutive calls" in table, "and how PyTorch's calls were timed")
     try:
         g.merge_into(series, doc(0, 1.34, 2.13, prime=200))
-        failures.append("merging one-call-at-a-time runs into back-to-back runs raised nothing")
+        check(False, "merging one-call-at-a-time runs into back-to-back runs raised nothing")
     except ValueError as e:
         check("--torch-back-to-back" in str(e), "the refusal names --torch-back-to-back")
 
@@ -94,10 +92,7 @@ def main():
                            capture_output=True, text=True)
         check(p.returncode == 0 and "runs back to back" in p.stdout, "--merge of like runs prints the table")
 
-    for f in failures:
-        print("FAIL:", f)
-    print("PASS" if not failures else f"{len(failures)} failed")
-    return 1 if failures else 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":

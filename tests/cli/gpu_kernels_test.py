@@ -9,6 +9,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import Checks  # tests/cli/checks.py, beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, "..", "..", "bench", "gpu_kernels.py")
 
@@ -38,11 +40,7 @@ def rows():
 
 
 def main():
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
+    check = Checks("gpu_kernels")
 
     with tempfile.TemporaryDirectory() as tmp:
         csv_path = os.path.join(tmp, "ncu.csv")
@@ -73,10 +71,7 @@ def main():
             check(cells[7:11] == ["20.0", "60.0", "40.0", "10.0"], f"attn's activity columns: {cells[7:11]}")
         check("tune_kernel" not in out, "the tuning launches before the runs are left out")
 
-    for f in failures:
-        print("FAIL:", f)
-    print("PASS" if not failures else f"{len(failures)} failure(s)")
-    return 1 if failures else 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import Checks  # tests/cli/checks.py, beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, "..", "..", "bench", "ncu_sass_stalls.py")
 sys.path.insert(0, os.path.dirname(TOOL))
@@ -29,11 +31,7 @@ CSV = "\n".join([
 
 
 def main():
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
+    check = Checks("ncu_sass_stalls")
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "source.csv")
@@ -61,10 +59,7 @@ def main():
         out = subprocess.run([sys.executable, TOOL, bare], capture_output=True, text=True)
         check(out.returncode != 0 and "SourceCounters" in out.stderr, f"no sampling columns: {out.stderr!r}")
 
-    for f in failures:
-        print("FAIL:", f)
-    print(f"ncu_sass_stalls: {'ok' if not failures else str(len(failures)) + ' failed'}")
-    return 1 if failures else 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":
