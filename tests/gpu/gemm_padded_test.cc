@@ -1,8 +1,9 @@
 // FusedMatMul with a constant W whose rows are not 16-byte multiples (a 1001-token LM head):
-// the product over the zero-padded width, in bounded row chunks, equals the CPU's, with and
-// without a bias, in float32 and float16. In float16 engines the output Cast is folded into the
-// product (fuse_output_cast): half-precision products widened to float32 on the way out of
-// scratch, padded or not, float16 and bfloat16, equal the CPU's.
+// the product over the zero-padded width, in scratch blocks (scratch_blocks), equals the CPU's,
+// with and without a bias, in float32 and float16. In float16 engines the output Cast is folded
+// into the product (fuse_output_cast): half-precision products widened to float32 on the way out
+// of scratch, padded or not, float16 and bfloat16, equal the CPU's.
+#include "backends/cuda/gemm_impl.h"
 #include "gpu_test_util.h"
 
 namespace ingot::testing {
@@ -34,6 +35,48 @@ TEST(GpuGemmPadded, LmHeadWidthMatchesCpu) {
       ASSERT_EQ(ref.size(), got.size());
       for (size_t i = 0; i < ref.size(); ++i) expect_close(got[i], ref[i], 2e-2, 1e-2, what + " fp16");
     }
+  }
+}
+
+// Host-side: the scratch blocks take every row and as many columns as fit (W's slices read once),
+// rows in steps only where 8 columns of every row do not fit.
+TEST(GpuGemmPadded, ScratchBlocksTakeEveryRowWhereTheyFit) {
+  constexpr int64_t kBudget = int64_t(32) << 20;
+  auto blocks = [](int64_t m, int64_t width, int64_t es) {
+    const cuda::ScratchBlocks b = cuda::scratch_blocks(m, width, es, kBudget);
+    return std::pair<int64_t, int64_t>(b.rows, b.cols);
+  };
+  using P = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(blocks(4096, 50264, 2), P(4096, 4096));   // GPT-2's LM head at b32 s128
+  EXPECT_EQ(blocks(128, 50264, 2), P(128, 50264));    // at b1: one block
+  EXPECT_EQ(blocks(120, 1001, 2), P(120, 1008));      // the pitch rounds the width up to 8
+  EXPECT_EQ(blocks(20000, 1008, 2), P(20000, 832));   // kBudget / 40000 bytes a column, down to 8
+  EXPECT_EQ(blocks(3000000, 1008, 2), P(16644, 1008));  // 8 columns of every row exceed kBudget
+  EXPECT_EQ(blocks(1, 1, 4), P(1, 8));
+  EXPECT_EQ(blocks(int64_t(1) << 40, 1 << 20, 2), P(16, 1 << 20));
+}
+
+// Several column blocks (20000 rows of a 1001-wide product take 832 + 176 columns of 32 MiB):
+// each block's slice of W and of the bias, its place in Y, widened or copied.
+TEST(GpuGemmPadded, ColumnBlocksOfATallProductMatchCpu) {
+  INGOT_REQUIRE_GPU();
+  const DType dt = DType::kFloat16;
+  Tensor a = random_of(dt, {20000, 64}, 41);
+  Tensor w = random_of(dt, {64, 1001}, 42);
+  Tensor b = random_of(dt, {1001}, 43);
+  for (bool widen : {true, false}) {
+    Model m = lm_head(a, w, &b, "");
+    if (widen) {
+      for (Node& node : m.graph.nodes) node.attrs.set("output_dtype", int_attr(int64_t(DType::kFloat32)));
+      m.graph.value(m.graph.outputs[0]).dtype = DType::kFloat32;
+    }
+    const std::string what = std::string("20000 x 1001 x 64 ") + (widen ? "widened to float32" : "float16");
+    auto ref = run_model_on(m, {{"in0", a}}, "cpu", "fp32");
+    auto got = run_model_on(m, {{"in0", a}}, "cuda", "fp32");
+    ASSERT_EQ(ref.size(), 1u) << what;
+    ASSERT_EQ(got.size(), 1u) << what;
+    EXPECT_EQ(got[0].dtype(), widen ? DType::kFloat32 : dt) << what;
+    expect_close(got[0], ref[0], 4e-3, 4e-3, what);
   }
 }
 

@@ -68,14 +68,15 @@ void launch_activation(T* y, int64_t n, cudaStream_t stream) {
 // 0.331 ms at b1 and from 2.21 to 3.52 ms at b32).
 template <class T>
 __global__ void __launch_bounds__(kThreads) widen_rows_kernel(const T* __restrict__ src, int64_t src_pitch,
-                                                              float* __restrict__ y, int64_t rows, int64_t cols) {
+                                                              float* __restrict__ y, int64_t y_pitch, int64_t rows,
+                                                              int64_t cols) {
   static_assert(sizeof(T) == 2, "8 elements per 16-byte load");
   constexpr int kSpan = 8 * kThreads;
   __shared__ uint4 stage[kThreads];
   const T* staged = reinterpret_cast<const T*>(stage);
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const T* s = src + r * src_pitch;
-    float* d = y + r * cols;
+    float* d = y + r * y_pitch;
     for (int64_t c0 = int64_t(blockIdx.x) * kSpan; c0 < cols; c0 += int64_t(gridDim.x) * kSpan) {
       const int64_t c = c0 + 8 * int64_t(threadIdx.x);
       if (c < cols) stage[threadIdx.x] = *reinterpret_cast<const uint4*>(s + c);  // within the pitch (a multiple of 8, or 0)
@@ -92,8 +93,8 @@ __global__ void __launch_bounds__(kThreads) widen_rows_kernel(const T* __restric
 
 }  // namespace
 
-cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t rows, int64_t cols,
-                              cudaStream_t stream) {
+cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t y_pitch, int64_t rows,
+                              int64_t cols, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   if ((src_dtype != DType::kFloat16 && src_dtype != DType::kBFloat16) || src_pitch % 8 != 0 ||
       reinterpret_cast<uintptr_t>(src) % 16 != 0)
@@ -103,7 +104,7 @@ cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtyp
   bool ok = dispatch_device_float(src_dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (sizeof(T) == 2)
-      widen_rows_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(src), src_pitch, y, rows, cols);
+      widen_rows_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(src), src_pitch, y, y_pitch, rows, cols);
   });
   return ok ? cudaGetLastError() : cudaErrorInvalidValue;
 }

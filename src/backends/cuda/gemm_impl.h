@@ -23,14 +23,24 @@ enum class PointwiseActivation { kRelu, kGeluErf, kGeluTanh, kTanh };
 // y[i] = act(y[i]) for i < n.
 cudaError_t launch_activation_inplace(void* y, int64_t n, PointwiseActivation act, DType dtype, cudaStream_t stream);
 
-// y[i, j] = float(src[i·src_pitch + j]) for i < rows, j < cols (y dense [rows, cols] float32):
+// How a product too wide for its output's rows (a padded width, or a half-precision product
+// widened to float32) goes through scratch: blocks of `rows` x `cols` (cols a multiple of 8, the
+// scratch pitch), within `budget_bytes` of elements `elem_bytes` wide. Every row and as many
+// columns as fit where 8 columns of every row fit, so that each slice of W is read once and
+// the block stays in L2 for the pass that copies it out; rows in steps otherwise.
+struct ScratchBlocks {
+  int64_t rows = 0, cols = 0;
+};
+ScratchBlocks scratch_blocks(int64_t m, int64_t width, int64_t elem_bytes, int64_t budget_bytes);
+
+// y[i, j] = float(src[i·src_pitch + j]) for i < rows, j < cols (y [rows, cols] float32, rows y_pitch apart):
 // a float16/bfloat16 product widened to float32 on its way out of the scratch it was computed in
 // (FusedMatMul with output_dtype float32), dropping the padding columns of a padded product.
 // src: float16 or bfloat16, 16-byte aligned, src_pitch a multiple of 8 (0: every row of y from the
 // same source row), else cudaErrorInvalidValue. Loads may read up to 7 elements past a row's
 // `cols`, within its pitch (or, at pitch 0, the row rounded up to 8 elements).
-cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t rows, int64_t cols,
-                              cudaStream_t stream);
+cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t y_pitch, int64_t rows,
+                              int64_t cols, cudaStream_t stream);
 
 // Widest product launch_skinny_product takes.
 constexpr int64_t kSkinnyMaxN = 8;
