@@ -394,25 +394,6 @@ TEST(CudaAttention, HalfPrecisionMulticastKeysAndValues) {
   }
 }
 
-// Sets an environment variable for a scope (null: unset), restoring what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) had_ = true, saved_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) ::setenv(name_, saved_.c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string saved_;
-};
-
 // At batch 24 (288 heads, at most two key tiles) each CTA computes two query blocks of 64 rows
 // over K/V tiles it loads once (key masks and no mask): full and partial second blocks, causal;
 // a per-score mask at the same shapes keeps one block per CTA. The wgmma kernel (next test),

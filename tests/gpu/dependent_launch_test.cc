@@ -8,26 +8,14 @@
 #include <thread>
 
 #include "backends/cuda/cuda_dependent_launch.h"
+#include "gpu_test_util.h"
 
 namespace ingot::cuda {
 namespace {
 
-// Sets INGOT_CUDA_PDL for the test's lifetime (unset when value is null).
-class PdlEnv {
- public:
-  explicit PdlEnv(const char* value) {
-    if (const char* old = std::getenv("INGOT_CUDA_PDL")) saved_ = old, had_ = true;
-    if (value) ::setenv("INGOT_CUDA_PDL", value, 1);
-    else ::unsetenv("INGOT_CUDA_PDL");
-  }
-  ~PdlEnv() {
-    if (had_) ::setenv("INGOT_CUDA_PDL", saved_.c_str(), 1);
-    else ::unsetenv("INGOT_CUDA_PDL");
-  }
-
- private:
-  std::string saved_;
-  bool had_ = false;
+// INGOT_CUDA_PDL for the test's lifetime (unset when value is null).
+struct PdlEnv : ingot::testing::ScopedEnv {
+  explicit PdlEnv(const char* value) : ScopedEnv("INGOT_CUDA_PDL", value) {}
 };
 
 TEST(DependentLaunchSwitch, ModesOfTheVariable) {
