@@ -91,8 +91,8 @@ import tempfile
 import time
 import traceback
 
-from gpu_bench_doc import (BUSY_PERCENT, DISPLAY, MODELS, MODES, TIMING_SETTINGS, entry_key, floor_of, fmt,
-                           load_doc, merge_into, new_doc, render, run_setting, save_doc)
+from gpu_bench_doc import (BUSY_PERCENT, DISPLAY, MODELS, MODES, TIMING_SETTINGS, entry_key, floor_of,
+                           floor_rates_of, fmt, load_doc, merge_into, new_doc, render, run_setting, save_doc)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEEDS = {"distilbert": 1001, "bert": 1002, "distilgpt2": 1003, "resnet50": 1004}
@@ -717,6 +717,7 @@ def bench_model(args, torch, np, name, doc, doc_path):
                     m16(*ins)
                 entries[key]["flops"] = int(fc.get_total_flops())
                 entries[key]["weight_bytes"] = int(weight_bytes)
+                entries[key]["floor_rates"] = floor_rates_of(doc.get("device"))
                 log(f"  b{key[0]}: {entries[key]['flops'] / 1e9:.1f} GFLOP, weights {weight_bytes / 2**20:.1f} MiB "
                     f"fp16, floor {fmt(floor_of(entries[key], doc.get('device')))} ms")
         save()

@@ -102,11 +102,22 @@ def fmt(v, digits=3):
     return f"{v:.{digits}f}"
 
 
+FLOOR_RATES = ("matmul_fp16_tflops", "copy_bandwidth_tbps")
+
+
+def floor_rates_of(device):
+    """The rates a floor divides by, as a row keeps them (floor_of)."""
+    return {k: device.get(k) for k in FLOOR_RATES} if device else {}
+
+
 def floor_of(e, device):
-    if not device or e.get("flops") is None or e.get("weight_bytes") is None:
+    """max(FLOPs / matmul rate, weight bytes / copy bandwidth) in ms, at the rates of the GPU that
+    timed the row (kept with it: merged documents hold rows of several GPUs), else the device's."""
+    rates = e.get("floor_rates") or device
+    if not rates or e.get("flops") is None or e.get("weight_bytes") is None:
         return None
-    rate = device.get("matmul_fp16_tflops")
-    bw = device.get("copy_bandwidth_tbps")
+    rate = rates.get("matmul_fp16_tflops")
+    bw = rates.get("copy_bandwidth_tbps")
     if not rate or not bw:
         return None
     t_flops = e["flops"] / (rate * 1e12) * 1e3
@@ -260,6 +271,11 @@ def render(doc):
                    f"(median {fmt(device.get('matmul_ms'))} ms), device copy 2 GiB "
                    f"{fmt(device.get('copy_bandwidth_tbps'), 2)} TB/s read+write (median "
                    f"{fmt(device.get('copy_ms'))} ms); floor = max(FLOPs/rate, fp16 weight bytes/bandwidth)")
+        kept = [e["floor_rates"] for e in doc.get("entries", {}).values() if e.get("floor_rates")]
+        rates = sorted({r.get("matmul_fp16_tflops") for r in kept if r.get("matmul_fp16_tflops")})
+        if len(rates) > 1:
+            out.append(f"  (the rows were timed on several GPUs; each row's floor is at its own GPU's rates: "
+                       f"matmul {fmt(rates[0], 1)}-{fmt(rates[-1], 1)} TFLOP/s)")
     runs = doc.get("runs") or []
     if runs:
         ingot_v = sorted({r.get("ingot_version") for r in runs if r.get("ingot_version")})

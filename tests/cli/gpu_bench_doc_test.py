@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bench/gpu_bench_doc.py, bench/gpu_bench.py's results document (no GPU, no torch): merging
 keeps the later value of a field, runs timed with different --idle-ms, --torch-prime-us or
---torch-back-to-back never share a table (merge_into and gpu_bench.py --merge refuse them), and
-the table says how its runs were timed. Exit 0 pass, 1 fail."""
+--torch-back-to-back never share a table (merge_into and gpu_bench.py --merge refuse them), the
+table says how its runs were timed, and each row's floor is at the rates of the GPU that timed it.
+Exit 0 pass, 1 fail."""
 import json
 import os
 import subprocess
@@ -78,6 +79,30 @@ def main():
         check(False, "merging one-call-at-a-time runs into back-to-back runs raised nothing")
     except ValueError as e:
         check("--torch-back-to-back" in str(e), "the refusal names --torch-back-to-back")
+
+    # Rows timed on different GPUs keep their own floors: each row's floor at the rates of the GPU
+    # that timed it, not at the last merged document's device.
+    def floored(model, batch, rate):
+        d = doc(0, 1.0, 2.0)
+        e = d["entries"].pop(g.entry_key("bert", 32, 128))
+        e.update(model=model, batch=batch, flops=int(1e12), weight_bytes=int(1e9),
+                 floor_rates={"matmul_fp16_tflops": rate, "copy_bandwidth_tbps": 4.0})
+        d["entries"][g.entry_key(model, batch, 128)] = e
+        d["device"] = {"name": "H200", "matmul_fp16_tflops": rate, "copy_bandwidth_tbps": 4.0}
+        return d
+    two_gpus = g.new_doc()
+    g.merge_into(two_gpus, floored("distilbert", 32, 500.0))
+    g.merge_into(two_gpus, floored("bert", 32, 800.0))
+    rows = {line.split("|")[1].strip(): line for line in g.render(two_gpus).splitlines()
+            if line.startswith("| DistilBERT | 32") or line.startswith("| BERT-base | 32")}
+    check(rows.get("DistilBERT", "").rstrip().endswith("| 2.000 |"), f"the first GPU's row at its 500 TFLOP/s: {rows}")
+    check(rows.get("BERT-base", "").rstrip().endswith("| 1.250 |"), f"the second GPU's row at its 800 TFLOP/s: {rows}")
+    check("each row's floor is at its own GPU's rates" in g.render(two_gpus), "the table says the rows' rates differ")
+    old = doc(0, 1.0, 2.0)
+    e = old["entries"][g.entry_key("bert", 32, 128)]
+    e.update(flops=int(1e12), weight_bytes=int(1e9))
+    old["device"] = {"matmul_fp16_tflops": 1000.0, "copy_bandwidth_tbps": 4.0}
+    check(abs(g.floor_of(e, old["device"]) - 1.0) < 1e-9, "a row without its own rates takes the device's")
 
     # --merge on the command line: exit 2 and one line naming the file.
     with tempfile.TemporaryDirectory() as tmp:
