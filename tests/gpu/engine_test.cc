@@ -468,25 +468,23 @@ TEST(CudaEngine, DeviceAllocationTooLargeIsOutOfMemory) {
   EXPECT_FALSE(run_engine(model_of(bert()), inputs, "fp32").empty());
 }
 
-// Sets (or, for null, unsets) the environment variable `name`.
-void set_env(const char* name, const char* value) {
-  if (value) ::setenv(name, value, 1);
-  else ::unsetenv(name);
-}
-
 // Runs each fixture's fp16 engine with the environment variable `name` at `baseline`, then at
 // `value` (null: unset; `runs` runs, the graph replayed after the first), through the captured
-// graph and eager launches, and expects the same outputs bit for bit. Leaves `name` unset.
+// graph and eager launches, and expects the same outputs bit for bit. Leaves `name` as it was.
 void expect_switch_changes_no_output(const std::vector<Fixture>& fixtures, const char* name, const char* baseline,
                                      const char* value, int runs) {
   for (const Fixture& f : fixtures) {
     auto inputs = npz(dir_of(f) / "inputs.npz");
     for (bool graph : {true, false}) {
-      set_env(name, baseline);
-      auto before = run_engine(model_of(f), inputs, "fp16", graph, 2);
-      set_env(name, value);
-      auto after = run_engine(model_of(f), inputs, "fp16", graph, runs);
-      ::unsetenv(name);
+      std::vector<NamedTensor> before, after;
+      {
+        const ScopedEnv env(name, baseline);
+        before = run_engine(model_of(f), inputs, "fp16", graph, 2);
+      }
+      {
+        const ScopedEnv env(name, value);
+        after = run_engine(model_of(f), inputs, "fp16", graph, runs);
+      }
       ASSERT_EQ(after.size(), before.size());
       ASSERT_FALSE(after.empty());
       for (size_t i = 0; i < after.size(); ++i)
@@ -541,9 +539,11 @@ TEST(CudaEngine, SkipOpsLeavesThoseKernelsOut) {
   b.output(b.node("Softmax", {b.input("X", DType::kFloat32, {16, 64})}));
   const std::map<std::string, Tensor> feeds{{"X", random_of(DType::kFloat32, {16, 64}, 1)}};
   auto ref = run_model_on(b.m, feeds, "cpu");
-  ::setenv("INGOT_CUDA_SKIP_OPS", "Gather,Softmax", 1);
-  auto skipped = run_model_on(b.m, feeds, "cuda");
-  ::unsetenv("INGOT_CUDA_SKIP_OPS");
+  std::vector<Tensor> skipped;
+  {
+    const ScopedEnv skip("INGOT_CUDA_SKIP_OPS", "Gather,Softmax");
+    skipped = run_model_on(b.m, feeds, "cuda");
+  }
   auto full = run_model_on(b.m, feeds, "cuda");
   ASSERT_EQ(ref.size(), 1u);
   ASSERT_EQ(skipped.size(), 1u);

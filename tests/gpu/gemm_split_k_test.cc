@@ -5,6 +5,7 @@
 // shapes and odd ones: every K split, fewer rows than a tile, bias, residual, ReLU and GELU, run
 // after run the same bits.
 #include <cstdlib>
+#include <optional>
 
 #include "backends/cuda/gemm_split_k.h"
 #include "gpu_test_util.h"
@@ -82,10 +83,12 @@ std::vector<Tensor> check(DType dt, int64_t M, int64_t K, int64_t N, const char*
   } else {
     m.graph.inputs.resize(1);
   }
-  if (own) ::setenv("INGOT_CUDA_OWN_GEMM", "1", 1), ::setenv("INGOT_CUDA_PDL", "1", 1);
-  auto got = run_model_on(m, feeds, "cuda", "fp32");
-  ::unsetenv("INGOT_CUDA_OWN_GEMM");
-  ::unsetenv("INGOT_CUDA_PDL");
+  std::vector<Tensor> got;
+  {
+    std::optional<ScopedEnv> own_gemm, pdl;
+    if (own) own_gemm.emplace("INGOT_CUDA_OWN_GEMM", "1"), pdl.emplace("INGOT_CUDA_PDL", "1");
+    got = run_model_on(m, feeds, "cuda", "fp32");
+  }
   auto ref = run_model_on(m, feeds, "cpu", "fp32");
   EXPECT_EQ(got.size(), 1u) << what;
   EXPECT_EQ(ref.size(), 1u) << what;
