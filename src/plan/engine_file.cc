@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "io/json_text.h"
+#include "io/mapped_file.h"
 #include "onnx_import/export.h"
 #include "onnx_import/import.h"
 #include "onnx_import/tensor_proto.h"
@@ -36,7 +37,9 @@ struct Mapping {
   void* base = MAP_FAILED;
   size_t size = 0;
   ~Mapping() {
-    if (base != MAP_FAILED) munmap(base, size);
+    if (base == MAP_FAILED) return;
+    unregister_file_mapping(base);
+    munmap(base, size);
   }
 };
 
@@ -131,6 +134,7 @@ Expected<LoadedEngineFile> read_engine_file(const std::string& path) {
   ::close(fd);
   if (map->size < kEngineHeaderSize) return invalid_model(path + ": truncated engine file (" + std::to_string(map->size) + " bytes, the header alone is 128)");
   if (map->base == MAP_FAILED) return io_error(path + ": cannot map the file");
+  register_file_mapping(map->base, map->size);
   const auto* base = static_cast<const std::byte*>(map->base);
   if (std::memcmp(base, kEngineMagic, 8) != 0) return invalid_model(path + ": not an ingot engine file (bad magic)");
   uint32_t version;
@@ -153,6 +157,9 @@ Expected<LoadedEngineFile> read_engine_file(const std::string& path) {
   static_assert(kEngineHeaderSize % 32 == 0, "the header is hashed as whole blocks");
   uint64_t h = hash64_parts(header, kEngineHeaderSize, base + kEngineHeaderSize, map->size - kEngineHeaderSize, 0);
   if (h != sum) return invalid_model(path + ": engine file is corrupt (checksum mismatch)");
+  // The checksum read every page; the weights are read again only by the backends that use them
+  // in place, and packed or uploaded by the others (io/mapped_file.h).
+  drop_file_pages(base + wo, size_t(ws));
 
   LoadedEngineFile out;
   try {

@@ -55,6 +55,7 @@
 #include "backends/cpu/fused_matmul_util.h"
 #include "backends/cpu/gemm_few_rows.h"
 #include "backends/cpu/row_norm.h"
+#include "io/mapped_file.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
 #include "ir/attention_attrs.h"
@@ -81,7 +82,7 @@ class PackedLinear {
   // (gemm_few_rows_w16; FusedMatMul does the same).
   void set_constant(const Tensor* w, const Tensor* b, bool bf16, bool narrow_bf16) {
     bf16_ = bf16;
-    if (w) w_src_ = w->raw(), w_ = to_f32(*w).clone();
+    if (w) w_src_ = w->raw(), w_ = to_f32(*w).clone(), drop_file_pages(w->raw(), w->nbytes());
     if (b) b_src_ = b->raw(), b_ = to_f32(*b).clone();
     if (w && w_.rank() == 2) {
       fused_matmul::Spec spec;

@@ -35,6 +35,7 @@
 #include "backends/cpu/fused_matmul_util.h"
 #include "backends/cpu/gemm_few_rows.h"
 #include "backends/cpu/row_norm.h"
+#include "io/mapped_file.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
 
@@ -100,6 +101,8 @@ class FusedMatMulKernel : public OpKernel {
         packed_few_ = pack_weights(w->data<float>(), s.K, s.N, bf16_narrow_panel_layout(s.K, s.N));
       packed_from_ = w->raw();
       packed_spec_ = s;
+      // compute() reads the packed copies; the plain weights only where none fits (re-read then).
+      drop_file_pages(w->raw(), w->nbytes());
       return Status::ok();
     });
     if (!st.ok()) packed_from_ = nullptr;

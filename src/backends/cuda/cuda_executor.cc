@@ -5,6 +5,7 @@
 
 #include "backends/cuda/cuda_tuning.h"
 #include "backends/cuda/lt_gemm.h"
+#include "io/mapped_file.h"
 
 namespace ingot::cuda {
 namespace {
@@ -135,6 +136,12 @@ Status CudaExecutor::upload_weights() {
     }
     INGOT_RETURN_IF_ERROR(nodes_[i].cuda->prepare(CudaPrepareContext(consts, upload))
                               .with_context(describe_node(n, int(i)) + ": "));
+  }
+  // The device has the weights now: an engine file's mapped pages of them are handed back (a
+  // CPU kernel or a plan-time look at a constant reads them from the file again).
+  for (const auto& [v, off] : weight_offset_) {
+    const Tensor& t = graph_.initializers.at(v);
+    drop_file_pages(t.raw(), t.nbytes());
   }
   return Status::ok();
 }
