@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -46,7 +47,10 @@ struct Mapping {
 }  // namespace
 
 // Hashes `head` (a multiple of 32 bytes) followed by `tail`, as if they were one buffer.
-static uint64_t hash64_parts(const void* head, size_t head_size, const void* tail, size_t tail_size, uint64_t seed) {
+// drop_read_pages: `tail` is a registered file mapping whose pages are handed back as they are
+// hashed (io/mapped_file.h), so that checking a large engine does not make all of it resident.
+static uint64_t hash64_parts(const void* head, size_t head_size, const void* tail, size_t tail_size, uint64_t seed,
+                             bool drop_read_pages = false) {
   uint64_t a = seed + kPrime1, b = seed + kPrime2, c = seed, d = seed - kPrime1;
   auto blocks = [&](const unsigned char* p, size_t n) {
     size_t i = 0;
@@ -62,7 +66,14 @@ static uint64_t hash64_parts(const void* head, size_t head_size, const void* tai
   };
   blocks(static_cast<const unsigned char*>(head), head_size);
   const auto* t = static_cast<const unsigned char*>(tail);
-  size_t i = blocks(t, tail_size);
+  constexpr size_t kChunk = size_t(32) << 20;  // a multiple of 32
+  size_t i = 0;
+  while (tail_size - i >= 32) {
+    const size_t n = std::min(kChunk, (tail_size - i) / 32 * 32);
+    blocks(t + i, n);
+    if (drop_read_pages) drop_file_pages(t + i, n);
+    i += n;
+  }
   uint64_t h = rotl(a, 1) + rotl(b, 7) + rotl(c, 12) + rotl(d, 18) + head_size + tail_size;
   for (; i < tail_size; ++i) h = mix(h, t[i]);
   h ^= h >> 33;
@@ -155,11 +166,11 @@ Expected<LoadedEngineFile> read_engine_file(const std::string& path) {
   std::memcpy(header, base, kEngineHeaderSize);
   std::memset(header + 64, 0, 8);
   static_assert(kEngineHeaderSize % 32 == 0, "the header is hashed as whole blocks");
-  uint64_t h = hash64_parts(header, kEngineHeaderSize, base + kEngineHeaderSize, map->size - kEngineHeaderSize, 0);
+  // Its pages are handed back as they are read: the weights are read again only by the backends
+  // that use them in place, and packed or uploaded by the others (io/mapped_file.h).
+  uint64_t h = hash64_parts(header, kEngineHeaderSize, base + kEngineHeaderSize, map->size - kEngineHeaderSize, 0,
+                            true);
   if (h != sum) return invalid_model(path + ": engine file is corrupt (checksum mismatch)");
-  // The checksum read every page; the weights are read again only by the backends that use them
-  // in place, and packed or uploaded by the others (io/mapped_file.h).
-  drop_file_pages(base + wo, size_t(ws));
 
   LoadedEngineFile out;
   try {

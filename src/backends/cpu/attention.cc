@@ -76,13 +76,15 @@ constexpr int kX = 0, kWqkv = 1, kBqkv = 2, kMask = 3, kWout = 4, kBout = 5, kRe
 // float32 accumulation and output.
 class PackedLinear {
  public:
-  // Keeps a float32 copy of constant weights/bias; `w` null: weights arrive at run time.
+  // Keeps constant weights/bias as float32 (the constant itself when it is float32); `w` null:
+  // weights arrive at run time.
   // Throws dnnl::error (callers are inside guard).
   // `narrow_bf16`: float32 products, but few-row ones read a bf16 copy of the weights
   // (gemm_few_rows_w16; FusedMatMul does the same).
   void set_constant(const Tensor* w, const Tensor* b, bool bf16, bool narrow_bf16) {
     bf16_ = bf16;
-    if (w) w_src_ = w->raw(), w_ = to_f32(*w).clone(), drop_file_pages(w->raw(), w->nbytes());
+    // float32 weights are shared, not copied: the packed copies are what the products read.
+    if (w) w_src_ = w->raw(), w_ = to_f32(*w);
     if (b) b_src_ = b->raw(), b_ = to_f32(*b).clone();
     if (w && w_.rank() == 2) {
       fused_matmul::Spec spec;
@@ -157,6 +159,7 @@ class PackedLinear {
       if (d == want) return m;
     dnnl::memory m = fused_matmul::pack_weights(w_.data<float>(), w_.dim(0), w_.dim(1), want);
     packed_.emplace_back(want, m);
+    drop_file_pages(w_.raw(), w_.nbytes());  // an engine file's weights: read again only to pack another layout
     return m;
   }
 
