@@ -3,7 +3,7 @@
 // double-precision reference and against oneDNN's matmul reading the same packed weights, on
 // random inputs: every row count up to kFewRowsMax (one, two and three row blocks), panels cut
 // short (N not a multiple of 32), K not a multiple of 16, with and without bias, every
-// activation.
+// activation; and gemm_panel16, which takes every M on CPUs with AVX2 and no AVX-512.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -90,6 +90,44 @@ std::vector<float> run_kernel(const dnnl::memory& packed, const Tensor& A, int64
 std::string describe(int64_t K, int64_t N, int64_t M, Activation act, bool bias) {
   return "K=" + std::to_string(K) + " N=" + std::to_string(N) + " M=" + std::to_string(M) +
          " act=" + std::to_string(int(act)) + " bias=" + std::to_string(bias);
+}
+
+// gemm_panel16 (AVX2 without AVX-512: every M on 16-column panels) against the reference:
+// row counts around its 6-row blocks up to several hundred, panels cut short (N not a multiple of
+// 16), K not a multiple of 16 and longer than its 768-step blocks, K = 0, with and without bias,
+// every activation.
+TEST(GemmPanel16, MatchesReferenceForEveryRowCount) {
+  if (!cpu::panel16_supported()) GTEST_SKIP() << "this CPU has AVX-512F or lacks AVX2/FMA";
+  struct Shape2 { int64_t K, N; };
+  const std::vector<Shape2> shapes = {{1, 1}, {5, 2}, {16, 16}, {17, 33}, {33, 100}, {0, 20}, {769, 48}, {1600, 17}};
+  const std::vector<int64_t> rows = {1, 2, 5, 6, 7, 12, 13, 31, 130};
+  uint32_t seed = 500;
+  for (const auto& sh : shapes) {
+    Tensor W = random_tensor({sh.K, sh.N}, seed++);
+    Tensor bias = random_tensor({sh.N}, seed++);
+    const dnnl::memory packed =
+        fused_matmul::pack_weights(W.data<float>(), sh.K, sh.N, fused_matmul::panel16_layout(sh.K, sh.N));
+    for (int64_t M : rows)
+      for (Activation act : {Activation::kNone, Activation::kRelu, Activation::kGelu, Activation::kGeluTanh})
+        for (bool with_bias : {false, true}) {
+          Tensor A = random_tensor({M, std::max<int64_t>(sh.K, 1)}, seed++);
+          const float* b = with_bias ? bias.data<float>() : nullptr;
+          ASSERT_TRUE(cpu::few_rows_reads(packed.get_desc(), M));
+          const std::vector<float> y = run_kernel(packed, A, M, sh.N, b, act);
+          const std::string where = describe(sh.K, sh.N, M, act, with_bias);
+          const double tol = 1e-5 * std::sqrt(double(sh.K)) + 2e-6;
+          EXPECT_LE(max_diff(y, reference(A.data<float>(), W.data<float>(), b, M, sh.K, sh.N, act)), tol) << where;
+        }
+  }
+}
+
+// On those CPUs constant float32 weights are packed for it (fused_matmul::constant_weights_layout).
+TEST(GemmPanel16, ConstantWeightsArePackedForIt) {
+  if (!cpu::panel16_supported()) GTEST_SKIP() << "this CPU has AVX-512F or lacks AVX2/FMA";
+  fused_matmul::Spec s;
+  s.K = 768, s.N = 3072;
+  EXPECT_EQ(fused_matmul::constant_weights_layout(s, fused_matmul::kRepresentativeM),
+            fused_matmul::panel16_layout(s.K, s.N));
 }
 
 TEST(GemmFewRows, MatchesReferenceAndOneDnnOnPackedWeights) {

@@ -7,6 +7,10 @@
 
 #include "backends/cpu/dnnl_util.h"
 
+namespace ingot::cpu {
+bool panel16_supported();  // gemm_few_rows.h
+}  // namespace ingot::cpu
+
 namespace ingot::fused_matmul {
 
 using dt = dnnl::memory::data_type;
@@ -68,6 +72,11 @@ inline dnnl::matmul::primitive_desc make_pd(const Spec& s, int64_t M, tag weight
 // Kp = K rounded up to 16, zero padding): the layout gemm_few_rows reads.
 inline dnnl::memory::desc panel_layout(int64_t K, int64_t N) { return {{K, N}, dt::f32, tag::BA16a32b}; }
 
+// Float32 weights as panels of 16 columns (oneDNN's BA16a16b: each panel Kp rows of 16 floats,
+// Kp = K rounded up to 16, zero padding): the layout gemm_panel16 reads, for every M, on CPUs
+// with AVX2 and no AVX-512 (where oneDNN's matmul reads no blocked layout).
+inline dnnl::memory::desc panel16_layout(int64_t K, int64_t N) { return {{K, N}, dt::f32, tag::BA16a16b}; }
+
 // bf16 weights in oneDNN's AMX layout (BA16a64b2a: panels of 64 columns, each Kp/2 rows of 64
 // column pairs of consecutive k, Kp = K rounded up to 32), what its AMX matmul prefers; the
 // layout gemm_few_rows_bf16 reads.
@@ -78,13 +87,15 @@ inline dnnl::memory::desc bf16_panel_layout(int64_t K, int64_t N) { return {{K, 
 // products stream half panel_layout's bytes and compute in float32.
 inline dnnl::memory::desc bf16_narrow_panel_layout(int64_t K, int64_t N) { return {{K, N}, dt::bf16, tag::BA16a32b}; }
 
-// The layout constant weights are packed in, once, for every M. Float32: panel_layout when
+// The layout constant weights are packed in, once, for every M. Float32 with AVX2 and no
+// AVX-512: panel16_layout, which gemm_panel16 reads for every M. Else float32: panel_layout when
 // oneDNN's brgemm matmul reads it, so one packed copy serves oneDNN (M > kFewRowsMax) and
 // gemm_few_rows. oneDNN's own choice on AVX-512 is 64-column panels, 5–7 % faster for its
 // products at M = 128 in DistilBERT (its FFN products, alternating runs) but read by
 // gemm_few_rows at only 0.92–0.97× oneDNN's speed against 0.71–0.75× for 32-column panels at
 // M = 12. Else, and for bf16, what oneDNN prefers at M rows.
 inline dnnl::memory::desc constant_weights_layout(const Spec& s, int64_t M) {
+  if (!s.bf16 && cpu::panel16_supported()) return panel16_layout(s.K, s.N);
   if (!s.bf16) {
     try {
       auto pd = make_pd(s, M, panel_layout(s.K, s.N));

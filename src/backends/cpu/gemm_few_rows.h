@@ -102,6 +102,15 @@ bool few_rows_rowmajor_supported();
 void gemm_few_rows_rowmajor(const float* A, int64_t M, int64_t K, int64_t N, const float* W, const float* bias,
                             fused_matmul::Activation act, float* Y);
 
+// Whether this CPU runs gemm_panel16 (as gemm_few_rows_rowmajor: AVX2 and FMA without AVX-512F,
+// where constant float32 weights are packed in fused_matmul::panel16_layout).
+bool panel16_supported();
+
+// Y[M, N] = act(A[M, K] · W + bias) for every M, W in fused_matmul::panel16_layout(K, N)
+// (gemm_panel16.cc says why not oneDNN). Threads over the panels.
+void gemm_panel16(const float* A, int64_t M, int64_t K, int64_t N, const float* W, const float* bias,
+                  fused_matmul::Activation act, float* Y);
+
 // Whether one of the kernels above computes M rows against weights packed in `layout` (this
 // CPU runs it, M is within its limit, the layout is the one it reads): the test every caller
 // holding packed weights makes before gemm_few_rows_packed.
