@@ -20,8 +20,10 @@
 // 32-column panels (fused_matmul::constant_weights_layout), which oneDNN's brgemm matmul reads
 // and so does gemm_few_rows, which computes products of at most kFewRowsMax rows faster than
 // oneDNN; bf16 into the layout oneDNN's AMX matmul prefers, which gemm_few_rows_bf16 reads for
-// products of at most 16 rows. A primitive for an M whose implementation cannot
-// read the packed layout gets its own packed copy.
+// products of at most 16 rows. On CPUs with AVX2 and no AVX-512, whose oneDNN matmul reads no
+// blocked layout, float32 weights go into 16-column panels instead and gemm_panel16 computes
+// every M. A primitive for an M whose implementation cannot read the packed layout gets its own
+// packed copy.
 //
 // precision "bf16": weights packed as bf16, A converted to bf16 per call (one oneDNN
 // reorder), f32 accumulation and output, on the AMX tile units. On CPUs without AMX the

@@ -332,17 +332,9 @@ void gemm_few_rows_bf16_avx512(const float* A, int64_t M, int64_t K, int64_t N, 
   });
 }
 
-namespace {
-bool row_major_f32(const dnnl::memory::desc& layout) {
-  const dnnl::memory::dims& d = layout.dims();
-  return layout == dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
-}
-}  // namespace
-
 bool few_rows_reads(const dnnl::memory::desc& layout, int64_t M) {
   const dnnl::memory::dims& d = layout.dims();
   if (d.size() != 2) return false;
-  if (row_major_f32(layout)) return M <= kFewRowsMaxRowMajor && few_rows_rowmajor_supported();
   if (layout == fused_matmul::panel16_layout(d[0], d[1])) return panel16_supported();
   if (layout == fused_matmul::bf16_narrow_panel_layout(d[0], d[1])) return M <= kFewRowsMax && few_rows_supported();
   if (layout.data_type() == dnnl::memory::data_type::bf16)
@@ -358,8 +350,6 @@ void gemm_few_rows_packed(const dnnl::memory& packed, const float* A, int64_t M,
     gemm_few_rows_w16(A, M, K, N, static_cast<const uint16_t*>(packed.get_data_handle()), bias, act, Y);
   else if (layout.data_type() == dnnl::memory::data_type::bf16)
     gemm_few_rows_bf16(A, M, K, N, static_cast<const uint16_t*>(packed.get_data_handle()), bias, act, Y);
-  else if (row_major_f32(layout))
-    gemm_few_rows_rowmajor(A, M, K, N, static_cast<const float*>(packed.get_data_handle()), bias, act, Y);
   else if (layout == fused_matmul::panel16_layout(K, N))
     gemm_panel16(A, M, K, N, static_cast<const float*>(packed.get_data_handle()), bias, act, Y);
   else

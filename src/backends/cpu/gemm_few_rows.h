@@ -87,23 +87,9 @@ void gemm_few_rows_bf16(const float* A, int64_t M, int64_t K, int64_t N, const u
 void gemm_few_rows_bf16_avx512(const float* A, int64_t M, int64_t K, int64_t N, const uint16_t* W, const float* bias,
                                fused_matmul::Activation act, float* Y);
 
-// Rows up to which gemm_few_rows_rowmajor is used: DistilBERT b1 on an AVX2-only AMD EPYC VM, 2
-// threads, against oneDNN in alternating runs, ms: s6 8.1-8.4 against 11.3-11.5, s12 10.4-12.1
-// against 11.3-11.6, s16 12.9-13.1 against 14.0-15.8, but s24 22.2 against 17.6-18.6 and s32
-// 31.5 against 25.4-27.0 (with more rows it is compute-bound at half the FMA rate).
-constexpr int64_t kFewRowsMaxRowMajor = 16;
-
-// Whether this CPU runs gemm_few_rows_rowmajor: AVX2 and FMA without AVX-512F (with AVX-512F the
-// weights are packed in panels for gemm_few_rows).
-bool few_rows_rowmajor_supported();
-
-// The same product on row-major W[K, N], the layout oneDNN's AVX2 matmul keeps constant weights
-// in (gemm_few_rows_rowmajor.cc says how it streams them). Threads over K.
-void gemm_few_rows_rowmajor(const float* A, int64_t M, int64_t K, int64_t N, const float* W, const float* bias,
-                            fused_matmul::Activation act, float* Y);
-
-// Whether this CPU runs gemm_panel16 (as gemm_few_rows_rowmajor: AVX2 and FMA without AVX-512F,
-// where constant float32 weights are packed in fused_matmul::panel16_layout).
+// Whether FusedMatMul and the attention projections run gemm_panel16 here: AVX2 and FMA without
+// AVX-512F (with AVX-512F the weights are packed in panels for gemm_few_rows and oneDNN), where
+// constant float32 weights are packed in fused_matmul::panel16_layout.
 bool panel16_supported();
 
 // Y[M, N] = act(A[M, K] · W + bias) for every M, W in fused_matmul::panel16_layout(K, N)

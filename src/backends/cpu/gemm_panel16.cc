@@ -111,7 +111,11 @@ __attribute__((target("avx2,fma"))) void panels(const float* Apk, int64_t M, int
 
 }  // namespace
 
-bool panel16_supported() { return few_rows_rowmajor_supported(); }
+bool panel16_supported() {
+  static const bool usable =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !__builtin_cpu_supports("avx512f");
+  return usable;
+}
 
 void gemm_panel16(const float* A, int64_t M, int64_t K, int64_t N, const float* W, const float* bias, Activation act,
                   float* Y) {
