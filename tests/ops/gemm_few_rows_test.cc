@@ -77,11 +77,11 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 // The kernel's output for M rows, run as FusedMatMul and the attention projections run it
-// (gemm_few_rows_packed), with guard values past it: it must write exactly M x N floats.
+// (gemm_packed), with guard values past it: it must write exactly M x N floats.
 std::vector<float> run_kernel(const dnnl::memory& packed, const Tensor& A, int64_t M, int64_t N, const float* bias,
                               Activation act) {
   std::vector<float> y(size_t(M * N + 16), 1234.5f);
-  cpu::gemm_few_rows_packed(packed, A.data<float>(), M, bias, act, y.data());
+  cpu::gemm_packed(packed, A.data<float>(), M, bias, act, y.data());
   for (size_t i = size_t(M * N); i < y.size(); ++i) EXPECT_EQ(y[i], 1234.5f) << "wrote past the output";
   y.resize(size_t(M * N));
   return y;
@@ -122,7 +122,7 @@ TEST(GemmPanel16, MatchesReferenceForEveryRowCount) {
           for (size_t i = size_t(M * sh.N); i < y.size(); ++i) EXPECT_EQ(y[i], 1234.5f) << "wrote past the output";
           y.resize(size_t(M * sh.N));
           EXPECT_LE(max_diff(y, ref), tol) << where;
-          ASSERT_EQ(cpu::few_rows_reads(packed.get_desc(), M), cpu::panel16_supported()) << where;
+          ASSERT_EQ(cpu::packed_kernel_reads(packed.get_desc(), M), cpu::panel16_supported()) << where;
           if (cpu::panel16_supported()) EXPECT_LE(max_diff(run_kernel(packed, A, M, sh.N, b, act), ref), tol) << where;
         }
   }
@@ -153,7 +153,7 @@ TEST(GemmFewRows, MatchesReferenceAndOneDnnOnPackedWeights) {
         for (bool with_bias : {false, true}) {
           Tensor A = random_tensor({M, sh.K}, seed++);
           const float* b = with_bias ? bias.data<float>() : nullptr;
-          ASSERT_TRUE(cpu::few_rows_reads(packed.get_desc(), M));
+          ASSERT_TRUE(cpu::packed_kernel_reads(packed.get_desc(), M));
           const std::vector<float> y = run_kernel(packed, A, M, sh.N, b, act);
           const std::string where = describe(sh.K, sh.N, M, act, with_bias);
           const double tol = 1e-5 * std::sqrt(double(sh.K)) + 2e-6;
@@ -164,7 +164,7 @@ TEST(GemmFewRows, MatchesReferenceAndOneDnnOnPackedWeights) {
 }
 
 // Both bf16 kernels where this CPU has them: the one FusedMatMul picks (AMX if usable) through
-// gemm_few_rows_packed, and the AVX512-BF16 one called directly (so an AMX CPU tests it too).
+// gemm_packed, and the AVX512-BF16 one called directly (so an AMX CPU tests it too).
 TEST(GemmFewRows, Bf16MatchesOneDnnAndReference) {
   if (!cpu::few_rows_bf16_supported()) GTEST_SKIP() << "this CPU has neither AMX-BF16 nor AVX512-BF16";
   struct Shape2 { int64_t K, N; };
@@ -180,7 +180,7 @@ TEST(GemmFewRows, Bf16MatchesOneDnnAndReference) {
         for (bool with_bias : {false, true}) {
           Tensor A = random_tensor({M, sh.K}, seed++);
           const float* b = with_bias ? bias.data<float>() : nullptr;
-          ASSERT_TRUE(cpu::few_rows_reads(packed.get_desc(), M));
+          ASSERT_TRUE(cpu::packed_kernel_reads(packed.get_desc(), M));
           std::vector<std::pair<std::string, std::vector<float>>> outputs{
               {"picked", run_kernel(packed, A, M, sh.N, b, act)}};
           if (cpu::few_rows_bf16_on_avx512()) {
@@ -225,7 +225,7 @@ TEST(GemmFewRows, Bf16WeightsWidenedMatchFloat32OnRoundedWeights) {
         for (bool with_bias : {false, true}) {
           Tensor A = random_tensor({M, sh.K}, seed++);
           const float* b = with_bias ? bias.data<float>() : nullptr;
-          ASSERT_TRUE(cpu::few_rows_reads(narrow.get_desc(), M));
+          ASSERT_TRUE(cpu::packed_kernel_reads(narrow.get_desc(), M));
           const std::vector<float> y = run_kernel(narrow, A, M, sh.N, b, act);
           const std::string where = describe(sh.K, sh.N, M, act, with_bias);
           EXPECT_EQ(max_diff(y, run_kernel(rounded, A, M, sh.N, b, act)), 0.0) << where;
@@ -233,7 +233,7 @@ TEST(GemmFewRows, Bf16WeightsWidenedMatchFloat32OnRoundedWeights) {
                     0.01 * std::sqrt(double(sh.K)))
               << where;
         }
-    EXPECT_FALSE(cpu::few_rows_reads(narrow.get_desc(), cpu::kFewRowsMax + 1));
+    EXPECT_FALSE(cpu::packed_kernel_reads(narrow.get_desc(), cpu::kFewRowsMax + 1));
   }
 }
 

@@ -83,7 +83,6 @@ class PackedLinear {
   // (gemm_few_rows_w16; FusedMatMul does the same).
   void set_constant(const Tensor* w, const Tensor* b, bool bf16, bool narrow_bf16) {
     bf16_ = bf16;
-    // float32 weights are shared, not copied: the packed copies are what the products read.
     if (w) w_src_ = w->raw(), w_ = to_f32(*w);
     if (b) b_src_ = b->raw(), b_ = to_f32(*b).clone();
     if (w && w_.rank() == 2) {
@@ -102,9 +101,9 @@ class PackedLinear {
     fused_matmul::Spec spec;
     spec.K = K, spec.N = N, spec.bf16 = bf16_, spec.bias = B != nullptr;
     for (const dnnl::memory::desc* few : {&few_layout_, &layout_})
-      if (packed && !few->is_zero() && cpu::few_rows_reads(*few, M)) {
-        cpu::gemm_few_rows_packed(packed_weights(*few), x, M, B ? bf.data<float>() : nullptr,
-                                  fused_matmul::Activation::kNone, y);
+      if (packed && !few->is_zero() && cpu::packed_kernel_reads(*few, M)) {
+        cpu::gemm_packed(packed_weights(*few), x, M, B ? bf.data<float>() : nullptr, fused_matmul::Activation::kNone,
+                         y);
         return Status::ok();
       }
     std::string key = key_of({{M, K, N, packed, B != nullptr}});

@@ -190,12 +190,12 @@ class FusedMatMulKernel : public OpKernel {
     if (s.K == 0) return fill_bias_only(Y.data<float>(), M, s.N, bias);
 
     bool packed = packed_from_ != nullptr && W.raw() == packed_from_ && s.K == packed_spec_.K && s.N == packed_spec_.N;
-    if (packed && packed_few_ && cpu::few_rows_reads(packed_few_.get_desc(), M)) {
-      cpu::gemm_few_rows_packed(packed_few_, A.data<float>(), M, bias, s.act, Y.data<float>());
+    if (packed && packed_few_ && cpu::packed_kernel_reads(packed_few_.get_desc(), M)) {
+      cpu::gemm_packed(packed_few_, A.data<float>(), M, bias, s.act, Y.data<float>());
       return Status::ok();
     }
-    if (packed && cpu::few_rows_reads(packed_.get_desc(), M)) {
-      cpu::gemm_few_rows_packed(packed_, A.data<float>(), M, bias, s.act, Y.data<float>());
+    if (packed && cpu::packed_kernel_reads(packed_.get_desc(), M)) {
+      cpu::gemm_packed(packed_, A.data<float>(), M, bias, s.act, Y.data<float>());
       return Status::ok();
     }
     std::string key = std::to_string(M);

@@ -332,7 +332,7 @@ void gemm_few_rows_bf16_avx512(const float* A, int64_t M, int64_t K, int64_t N, 
   });
 }
 
-bool few_rows_reads(const dnnl::memory::desc& layout, int64_t M) {
+bool packed_kernel_reads(const dnnl::memory::desc& layout, int64_t M) {
   const dnnl::memory::dims& d = layout.dims();
   if (d.size() != 2) return false;
   if (layout == fused_matmul::panel16_layout(d[0], d[1])) return panel16_supported();
@@ -342,8 +342,7 @@ bool few_rows_reads(const dnnl::memory::desc& layout, int64_t M) {
   return M <= kFewRowsMax && few_rows_supported() && layout == fused_matmul::panel_layout(d[0], d[1]);
 }
 
-void gemm_few_rows_packed(const dnnl::memory& packed, const float* A, int64_t M, const float* bias, Activation act,
-                          float* Y) {
+void gemm_packed(const dnnl::memory& packed, const float* A, int64_t M, const float* bias, Activation act, float* Y) {
   const dnnl::memory::desc layout = packed.get_desc();
   const int64_t K = layout.dims()[0], N = layout.dims()[1];
   if (layout == fused_matmul::bf16_narrow_panel_layout(K, N))

@@ -98,13 +98,13 @@ void gemm_panel16(const float* A, int64_t M, int64_t K, int64_t N, const float* 
                   fused_matmul::Activation act, float* Y);
 
 // Whether one of the kernels above computes M rows against weights packed in `layout` (this
-// CPU runs it, M is within its limit, the layout is the one it reads): the test every caller
-// holding packed weights makes before gemm_few_rows_packed.
-bool few_rows_reads(const dnnl::memory::desc& layout, int64_t M);
+// CPU runs it, M is within its limit (gemm_panel16 has none), the layout is the one it reads):
+// the test every caller holding packed weights makes before gemm_packed.
+bool packed_kernel_reads(const dnnl::memory::desc& layout, int64_t M);
 
-// Y = act(A · W + bias) on the kernel for `packed`'s layout and data type (few_rows_reads said
-// yes); K and N are its dims.
-void gemm_few_rows_packed(const dnnl::memory& packed, const float* A, int64_t M, const float* bias,
-                          fused_matmul::Activation act, float* Y);
+// Y = act(A · W + bias) on the kernel for `packed`'s layout and data type
+// (packed_kernel_reads said yes); K and N are its dims.
+void gemm_packed(const dnnl::memory& packed, const float* A, int64_t M, const float* bias, fused_matmul::Activation act,
+                 float* Y);
 
 }  // namespace ingot::cpu
