@@ -408,7 +408,7 @@ def ingot_build(args, model, onnx_path, engine_path, wdir, seq):
     opt = shape_spec(model, args.opt_batch, seq)
     mx = shape_spec(model, max(max(args.batches), args.opt_batch), seq)
     cmd = [args.ingot, "build", onnx_path, "-o", engine_path, "--device", "cuda", "--precision", "fp16",
-           "--min-shapes", mn, "--opt-shapes", opt, "--max-shapes", mx]
+           "--min-shapes", mn, "--opt-shapes", opt, "--max-shapes", mx, "--io-precision", args.io_precision]
     log("  " + " ".join(cmd))
     p, dt, err = run_cmd(cmd, os.path.join(wdir, "ingot_build.log"), args.ingot_timeout)
     info = {"build_s": dt, "build_cmd": " ".join(cmd)}
@@ -464,6 +464,8 @@ def ingot_outputs(args, engine_path, wdir, feeds, batch, seq):
     import numpy as np
     in_npz = os.path.join(wdir, f"acc_in_{shape_tag(batch, seq)}.npz")
     out_npz = os.path.join(wdir, f"acc_out_{shape_tag(batch, seq)}.npz")
+    if args.io_precision == "fp16":  # the engine takes the model's float32 inputs as float16
+        feeds = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in feeds.items()}
     np.savez(in_npz, **feeds)
     if os.path.exists(out_npz):
         os.remove(out_npz)
@@ -621,7 +623,7 @@ def bench_model(args, torch, np, name, doc, doc_path):
 
     # ---- ingot
     ingot_out = {}
-    engine_path = os.path.join(wdir, "model.fp16.ingot")
+    engine_path = os.path.join(wdir, "model.fp16.ingot" if args.io_precision == "model" else "model.fp16-io16.ingot")
     if not args.skip_ingot and not out_of_time(args, f"{name} ingot"):
         onnx_path = os.path.join(wdir, "model.onnx")
         meta = {"model": name, "seed": SEEDS[name], "torch": torch.__version__, "exporter": "torchscript-17",
@@ -827,6 +829,9 @@ def main():
     ap.add_argument("--opt-batch", type=int, default=32, help="batch of the engine's --opt-shapes (default 32)")
     ap.add_argument("--iterations", type=int, default=200, help="timed runs per shape and backend (default 200)")
     ap.add_argument("--warmup-ms", type=float, default=500, help="warm-up per shape and backend (default 500)")
+    ap.add_argument("--io-precision", choices=("model", "fp16"), default="model",
+                    help="ingot build --io-precision: fp16 gives the engines float16 inputs and outputs, as "
+                         "PyTorch's fp16 models take and return (default model: the ONNX model's float32)")
     ap.add_argument("--idle-ms", type=float, default=0.0,
                     help="idle ms before each timed run, every side (ingot bench --idle-time; default 0: back to back)")
     ap.add_argument("--torch-prime-us", type=float, default=200.0,
@@ -935,7 +940,7 @@ def main():
            "ingot_version": ingot_version, "models": args.models, "modes": [] if args.skip_torch else args.modes,
            "skip_ingot": args.skip_ingot, "iterations": args.iterations, "warmup_ms": args.warmup_ms,
            "idle_ms": args.idle_ms, "torch_prime_us": args.torch_prime_us,
-           "torch_back_to_back": args.torch_back_to_back}
+           "torch_back_to_back": args.torch_back_to_back, "ingot_io_fp16": int(args.io_precision == "fp16")}
     for key, option in TIMING_SETTINGS:
         held = run_setting(doc, key, option)
         if doc["runs"] and held != run[key]:

@@ -30,7 +30,7 @@ def new_doc():
 
 # How runs were timed: (the run's key, the option). Runs that differ in one never share a table.
 TIMING_SETTINGS = (("idle_ms", "--idle-ms"), ("torch_prime_us", "--torch-prime-us"),
-                   ("torch_back_to_back", "--torch-back-to-back"))
+                   ("torch_back_to_back", "--torch-back-to-back"), ("ingot_io_fp16", "--io-precision fp16"))
 
 
 def run_setting(doc, key, option):
@@ -245,6 +245,9 @@ def render(doc):
             out.append("| " + " | ".join(r) + " |")
         out.append("")
     idle, prime, series = idle_ms_of(doc), prime_us_of(doc), torch_back_to_back_of(doc)
+    if run_setting(doc, "ingot_io_fp16", "--io-precision fp16"):
+        out.append("ingot's engines built with --io-precision fp16: float16 inputs and outputs, as PyTorch's fp16 "
+                   "models take and return (without it an engine keeps the ONNX model's float32 ones).")
     out.append((f"Timed runs {idle:g} ms apart (--idle-ms: the GPU idles before each run, every side alike). "
                 if idle > 0 else "Timed runs back to back, every side alike. " if series else
                 "ingot's timed runs back to back, PyTorch's one call at a time (synchronized after each, the GPU "

@@ -8,28 +8,32 @@
 #
 #   scripts/gpu-check.sh --pack                                  # here, first
 #   scripts/gpu-table.sh [--models distilbert,bert,distilgpt2,resnet50] [--modes eager,...]
-#                        [--budget 470] [--check] [--idle-ms MS]
+#                        [--budget 470] [--check] [--idle-ms MS] [--io-precision fp16]
 #
-# An item of --models is a model or MODEL:BATCH (one shape: resnet50:1,resnet50:32 spreads a model
-# whose max-autotune compiles are long over two GPUs). Items go to the GPUs in turn; a GPU with
+# An item of --models is a model or MODEL:BATCH[/BATCH...] (its shapes in one process of their own:
+# resnet50:1,resnet50:32 spreads a model whose max-autotune compiles are long over two GPUs;
+# bert:2/4/8/16 times the batches between the targets' two). Items go to the GPUs in turn; a GPU with
 # more than one runs them one after another within its --budget.
 # --check runs scripts/gpu-check.sh on GPU 0 first (its model starts after it; put the quickest
 # model first). --budget is each process's --time-budget in seconds.
 # --idle-ms MS: every side idles MS before each timed run (gpu_bench.py --idle-ms: the latency of
 # requests that arrive apart, the GPU at its full clock; back to back, the default, batch 32 holds
-# the board at its power limit). Results go to $OUT:
+# the board at its power limit).
+# --io-precision fp16: ingot's engines take and give float16 where the model has float32 (gpu_bench.py
+# --io-precision), as PyTorch's fp16 models do. Results go to $OUT:
 # bench.json (merged), bench-logs.tgz (each process's log and stderr, its own json); the tail of
 # the output is the check's summary line and the merged table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-models=distilbert,bert,distilgpt2,resnet50 modes=eager,default,reduce-overhead,max-autotune budget=470 check=0 idle=()
+models=distilbert,bert,distilgpt2,resnet50 modes=eager,default,reduce-overhead,max-autotune budget=470 check=0 bench_opts=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --models) models=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --check) check=1; shift ;;
-    --idle-ms) idle=(--idle-ms "$2"); shift 2 ;;
+    --idle-ms) bench_opts+=(--idle-ms "$2"); shift 2 ;;
+    --io-precision) bench_opts+=(--io-precision "$2"); shift 2 ;;
     *) echo "ingot: error: gpu-table.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -75,7 +79,7 @@ for g in "${!per_gpu[@]}"; do
       [ "$left" -gt 30 ] || break
       m=${r%%:*} bs=${r#*:}
       CUDA_VISIBLE_DEVICES=$g taskset -c "$cpus" timeout $((left + 90)) python3 bench/gpu_bench.py --ingot "$ing" \
-        --modes "$modes" --models "$m" ${bs:+--batches "$bs"} --check-accuracy --time-budget "$left" "${idle[@]}" \
+        --modes "$modes" --models "$m" ${bs:+--batches "${bs//\//,}"} --check-accuracy --time-budget "$left" "${bench_opts[@]}" \
         --work "/tmp/ingot_gpu_table_$g" --fresh --json "$out/part${g}_$k.json" >"$out/part${g}_$k.log" 2>"$out/part${g}_$k.err"
       k=$((k + 1))
     done

@@ -426,10 +426,8 @@ int run_bench(const BenchOptions& o) {
       return Status::ok();
     };
     if (peer) {
-      std::vector<std::pair<std::string, Tensor>> named;
-      for (const auto& io : engine->inputs()) named.push_back({io.name, inputs[io.name]});
       std::string npz = tmp.file("inputs_" + std::to_string(k) + ".npz");
-      Status st = write_npz(npz, named);
+      Status st = write_npz(npz, inputs_as_model_declares(*engine, inputs));
       if (!st) return error(st);
       st = peer->set_inputs(npz);
       if (!st) return error(st);

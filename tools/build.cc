@@ -1,4 +1,5 @@
-// ingot build MODEL -o ENGINE [--device cpu|cuda] [--precision fp32|fp16|bf16] [profiles] [--verbose]:
+// ingot build MODEL -o ENGINE [--device cpu|cuda] [--precision fp32|fp16|bf16] [--io-precision model|fp16]
+//             [profiles] [--verbose]:
 // optimizes an ONNX model for a range of input shapes and writes an engine file.
 #include <chrono>
 #include <filesystem>
@@ -15,7 +16,7 @@ namespace ingot::cli {
 namespace {
 
 struct BuildOptions {
-  std::string model, output, device = "cpu", precision = "fp32";
+  std::string model, output, device = "cpu", precision = "fp32", io_precision = "model";
   std::string min_shapes, opt_shapes, max_shapes, profiles_file;
   std::vector<std::string> profiles, disabled;
   int threads = 0;
@@ -66,6 +67,7 @@ int run_build(const BuildOptions& o) {
   EngineOptions eo;
   eo.device = o.device;
   eo.precision = o.precision;
+  eo.io_precision = o.io_precision;
   eo.threads = o.threads;
   eo.allow_tf32 = o.tf32;
   eo.disabled_passes.insert(o.disabled.begin(), o.disabled.end());
@@ -120,6 +122,13 @@ int run_build(const BuildOptions& o) {
   } else {
     std::cout << "profiles:   " << describe_profiles(e.profiles()) << "\n";
   }
+  for (const auto& [what, names] : {std::pair{"inputs", &e.options().retyped_io.inputs},
+                                    std::pair{"outputs", &e.options().retyped_io.outputs}})
+    if (!names->empty()) {
+      std::cout << "float16 io: " << what;
+      for (size_t i = 0; i < names->size(); ++i) std::cout << (i ? ", " : " ") << (*names)[i];
+      std::cout << " (float32 in the model)\n";
+    }
   std::cout << "weights:    " << human_bytes(double(e.weight_bytes())) << "\n";
   if (const MemoryPlan* plan = e.memory_plan()) {
     std::cout << "arena:      " << human_bytes(double(plan->arena_bytes)) << " for " << plan->planned_values
@@ -174,6 +183,10 @@ Command setup_build(CLI::App& parent) {
                   "fp32, fp16 or bf16 (cpu bf16: matrix products in bfloat16; cuda: the graph's float tensors "
                   "converted)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app->add_option("--io-precision", o->io_precision,
+                  "model (default: the model's input and output dtypes) or fp16 (its float32 inputs and outputs "
+                  "are float16: half the bytes to copy, and no widening of half-precision results)")
+      ->check(CLI::IsMember({"model", "fp16"}));
   app->add_option("--min-shapes", o->min_shapes, "smallest input shapes, e.g. input_ids:1x1,attention_mask:1x1");
   app->add_option("--opt-shapes", o->opt_shapes, "shapes to optimize for");
   app->add_option("--max-shapes", o->max_shapes, "largest input shapes (the memory plan is sized for them)");

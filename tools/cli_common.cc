@@ -122,6 +122,9 @@ void add_device_flags(CLI::App* app, DeviceFlags& f) {
   app->add_option("--precision", f.precision,
                   "fp32, fp16 or bf16 (ONNX models; cpu: fp32/bf16, cuda: fp32/fp16/bf16)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app->add_option("--io-precision", f.io_precision,
+                  "model or fp16 (ONNX models: float32 inputs and outputs as float16; an engine file keeps its own)")
+      ->check(CLI::IsMember({"model", "fp16"}));
   app->add_flag("--no-cuda-graph", f.no_cuda_graph, "cuda: enqueue kernels one by one instead of replaying a CUDA graph");
   app->add_flag("--tf32", f.tf32, "cuda fp32: let matrix products use TF32 tensor cores (about 1e-3 relative error)");
 }
@@ -129,8 +132,27 @@ void add_device_flags(CLI::App* app, DeviceFlags& f) {
 void apply_device_flags(const DeviceFlags& f, EngineOptions& eo) {
   eo.device = f.device;
   eo.precision = f.precision;
+  eo.io_precision = f.io_precision;
   eo.cuda_graph = !f.no_cuda_graph;
   eo.allow_tf32 = f.tf32;
+}
+
+std::vector<std::pair<std::string, Tensor>> inputs_as_model_declares(const Engine& engine,
+                                                                     const std::map<std::string, Tensor>& inputs) {
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (const IoInfo& io : engine.inputs()) {
+    const Tensor& t = inputs.at(io.name);
+    if (io.model_dtype == io.dtype || t.dtype() != DType::kFloat16 || io.model_dtype != DType::kFloat32) {
+      named.push_back({io.name, t});
+      continue;
+    }
+    Tensor wide(DType::kFloat32, t.shape());
+    const float16* src = t.data<float16>();
+    float* dst = wide.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) dst[i] = float(src[i]);
+    named.push_back({io.name, std::move(wide)});
+  }
+  return named;
 }
 
 std::string describe_device_memory(const Engine& engine, const ExecutionContext* ctx) {

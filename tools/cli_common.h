@@ -65,17 +65,23 @@ Expected<Shape> parse_dims(const std::string& dims);
 // "name=FILE" of --input.
 Expected<std::pair<std::string, std::string>> parse_name_eq_file(const std::string& flag, const std::string& spec);
 
-// --device, --precision, --no-cuda-graph, --tf32: the engine to build when run, bench or
+// --device, --precision, --io-precision, --no-cuda-graph, --tf32: the engine to build when run, bench or
 // compare is given an ONNX model. An engine file carries its own device and precision (a
 // --device that disagrees with it is an error).
 struct DeviceFlags {
   std::string device;  // "": the engine file's device, cpu for an ONNX model
   std::string precision = "fp32";
+  std::string io_precision = "model";
   bool no_cuda_graph = false;
   bool tf32 = false;
 };
 void add_device_flags(CLI::App* app, DeviceFlags& flags);
 void apply_device_flags(const DeviceFlags& flags, EngineOptions& eo);
+// The inputs in the order and dtypes the ONNX model declares, for a run of the model itself (ONNX
+// Runtime, the model through ingot): those that --io-precision fp16 made float16 are widened back
+// to float32, which is exact.
+std::vector<std::pair<std::string, Tensor>> inputs_as_model_declares(const Engine& engine,
+                                                                     const std::map<std::string, Tensor>& inputs);
 // Device memory of an engine and one of its contexts, one line ("" for cpu engines).
 std::string describe_device_memory(const Engine& engine, const ExecutionContext* ctx);
 

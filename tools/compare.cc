@@ -178,9 +178,7 @@ int run_compare(const CompareOptions& o) {
       ::unlink(out_npz.c_str());
       ::rmdir(tmpdir.c_str());
     };
-    std::vector<std::pair<std::string, Tensor>> named;
-    for (const auto& io : engine->inputs()) named.push_back({io.name, inputs[io.name]});
-    Status st = write_npz(in_npz, named);
+    Status st = write_npz(in_npz, inputs_as_model_declares(*engine, inputs));
     if (st) st = peer->load(ort_model, threads);
     if (st) st = peer->set_inputs(in_npz);
     if (st) st = peer->save_outputs(out_npz);
@@ -200,14 +198,17 @@ int run_compare(const CompareOptions& o) {
     ro.optimize = false;
     auto other = Engine::load(o.against, ro);
     if (!other) return error(other.status());
-    std::map<std::string, Tensor> other_inputs;
+    // Each input as this engine got it, or as the model declares it where the other one wants
+    // that (this engine's float16 inputs for a model of float32 ones).
+    std::map<std::string, Tensor> declared, other_inputs;
+    for (auto& [k, t] : inputs_as_model_declares(*engine, inputs)) declared.emplace(k, std::move(t));
     for (const auto& io : (*other)->inputs()) {
       auto it = inputs.find(io.name);
       if (it == inputs.end()) {
         return error("--against " + o.against + ": its input '" + io.name + "' is not an input of " + o.model +
                      " (its inputs: " + input_list(engine->inputs()) + ")");
       }
-      other_inputs[io.name] = it->second;
+      other_inputs[io.name] = it->second.dtype() == io.dtype ? it->second : declared.at(io.name);
     }
     auto octx = (*other)->create_context();
     auto oouts = octx->run(other_inputs);

@@ -102,6 +102,14 @@ void print_engine(std::ostream& out, const nlohmann::json& man) {
   }
   out << "\n";
   out << "precision   " << str("precision") << "\n";
+  if (man.contains("retyped_io") && man["retyped_io"].is_object()) {
+    out << "io          " << str("io_precision") << ": float32 in the model, float16 here:";
+    for (const char* k : {"inputs", "outputs"})
+      if (man["retyped_io"].contains(k) && man["retyped_io"][k].is_array())
+        for (const auto& n : man["retyped_io"][k])
+          if (n.is_string()) out << " " << n.get<std::string>();
+    out << "\n";
+  }
   if (man.contains("source_model")) out << "built from  " << str("source_model") << "\n";
   if (man.contains("profiles")) {
     auto profiles = profiles_from_json(man["profiles"]);

@@ -241,6 +241,25 @@ def test_build_engine_file(tmp_path):
         ingot.build("does_not_exist.onnx", tmp_path / "y.engine")
 
 
+def test_build_engine_file_with_float16_io(tmp_path):
+    mlp = str(CLI_MODELS / "mlp.onnx")
+    out = tmp_path / "mlp16.engine"
+    ingot.build(mlp, out, shapes={"x": ([1, 4], [2, 4], [8, 4])}, io_precision="fp16")
+    sess = ingot.InferenceSession(str(out))
+    assert [(i.name, i.type) for i in sess.get_inputs()] == [("x", "tensor(float16)")]
+    assert [o.type for o in sess.get_outputs()] == ["tensor(float16)"]
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float16)
+    (want,) = ingot.InferenceSession(mlp).run(None, {"x": x.astype(np.float32)})
+    (got,) = sess.run(None, {"x": x})
+    assert got.dtype == np.float16
+    # The model computes in float32; its output is rounded once, to float16.
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-3, atol=1e-3)
+    with pytest.raises(ingot.InvalidArgument, match="io_precision='fp16'"):
+        sess.run(None, {"x": x.astype(np.float32)})
+    with pytest.raises(ingot.Error, match="io precision"):
+        ingot.build(mlp, tmp_path / "z.engine", io_precision="fp8")
+
+
 def test_build_engine_file_bert(tmp_path):
     out = tmp_path / "bert.engine"
     ingot.build(model_path("bert"), out)

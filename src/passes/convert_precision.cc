@@ -309,9 +309,23 @@ class Converter {
 
   bool is_f32(ValueId v) const { return v != kNoValue && dt_[size_t(v)] == kF32; }
 
-  bool writes_graph_output(const Node& node) const {
-    for (ValueId v : node.outputs)
-      if (is_f32(v) && std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end()) return true;
+  bool is_graph_output(ValueId v) const { return std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end(); }
+
+  // A float32 graph output, or a float32 value read only by Casts that write graph outputs (the
+  // boundary retype_float_io puts after a value the model computes in float32).
+  bool writes_graph_output(const GraphEditor& ed, const Node& node) const {
+    for (ValueId v : node.outputs) {
+      if (v == kNoValue || !is_f32(v)) continue;
+      if (is_graph_output(v)) return true;
+      const std::vector<int>& readers = ed.consumers(v);
+      bool only_output_casts = !readers.empty();
+      for (int r : readers) {
+        const Node& c = g_.nodes[size_t(r)];
+        only_output_casts &= c.domain.empty() && c.op_type == "Cast" && c.outputs.size() == 1 &&
+                             c.outputs[0] != kNoValue && is_graph_output(c.outputs[0]);
+      }
+      if (only_output_casts) return true;
+    }
     return false;
   }
 
@@ -329,7 +343,7 @@ class Converter {
       if (has_subgraph(node)) { keep(int(i), "has a subgraph (bodies stay float32)"); continue; }
       if (const char* r = builtin_keep_reason(node)) { keep(int(i), r); continue; }
       if (user_keeps(opts_.keep_fp32_ops, node)) { keep(int(i), "in keep_fp32_ops"); continue; }
-      if (opts_.keep_output_producers_fp32 && writes_graph_output(node)) {
+      if (opts_.keep_output_producers_fp32 && writes_graph_output(ed, node)) {
         keep(int(i), "writes a graph output (keep_output_producers_fp32)");
         continue;
       }

@@ -11,6 +11,10 @@ const std::vector<std::string>& pass_order(PassStage stage) {
   // After precision conversion (engine.cc runs it between the two stages): passes that fold
   // what conversion adds.
   static const std::vector<std::string> after_precision = {
+      // An output that --io-precision fp16 retyped ends in an Identity once conversion finds its
+      // Cast redundant: the product before it writes the output itself, so the fusions below
+      // see it.
+      "eliminate_identity",
       // A half-precision product's float32 output Cast becomes the product's own output dtype.
       "fuse_output_cast",
       // CUDA only: a classifier's LayerNorm, two products and activation as one op; after the

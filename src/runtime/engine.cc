@@ -86,6 +86,11 @@ Status check_cuda_engine(const nlohmann::json& man) {
   return Status::ok();
 }
 
+// What the ONNX model declares for v: float32 where retype_float_io made it float16.
+DType model_dtype(const std::vector<std::string>& retyped, const ValueInfo& v) {
+  return std::find(retyped.begin(), retyped.end(), v.name) != retyped.end() ? DType::kFloat32 : v.dtype;
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<Engine>> Engine::load(const std::string& path, const EngineOptions& opts) {
@@ -110,6 +115,11 @@ Expected<std::shared_ptr<Engine>> Engine::load(const std::string& path, const En
     }
     eo.device = device;
     eo.precision = man.at("precision").get<std::string>();
+    eo.io_precision = man.value("io_precision", std::string("model"));
+    if (man.contains("retyped_io")) {
+      eo.retyped_io.inputs = man["retyped_io"].at("inputs").get<std::vector<std::string>>();
+      eo.retyped_io.outputs = man["retyped_io"].at("outputs").get<std::vector<std::string>>();
+    }
     auto profiles = profiles_from_json(man.at("profiles"));
     if (!profiles) return profiles.status().with_context(path + ": engine manifest: ");
     eo.profiles = std::move(*profiles);
@@ -141,6 +151,9 @@ Status Engine::save(const std::string& path) const {
     man["isa"] = required_isa(opts_.precision);
   }
   man["precision"] = opts_.precision;
+  man["io_precision"] = opts_.io_precision;
+  if (opts_.io_precision != "model")
+    man["retyped_io"] = {{"inputs", opts_.retyped_io.inputs}, {"outputs", opts_.retyped_io.outputs}};
   man["source_model"] = opts_.source_model;
   man["profiles"] = profiles_to_json(opts_.profiles);
   nlohmann::json passes = nlohmann::json::array();
@@ -192,6 +205,15 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
     if (!reports) return reports.status().with_context(e->model_.path + ": ");
     e->pass_reports_ = std::move(*reports);
   }
+  if (!opts.from_engine_file) {
+    if (opts.io_precision == "fp16") {
+      auto r = retype_float_io(e->model_, DType::kFloat16);
+      if (!r) return r.status();
+      e->opts_.retyped_io = std::move(*r);
+    } else if (opts.io_precision != "model") {
+      return invalid_argument("unknown io precision '" + opts.io_precision + "' (expected model or fp16)");
+    }
+  }
   Status precision = cuda ? apply_device_precision(e->model_, opts.precision, !opts.from_engine_file)
                           : apply_precision(e->model_, opts.precision, !opts.from_engine_file);
   INGOT_RETURN_IF_ERROR(precision.with_context(e->model_.path + ": "));
@@ -212,7 +234,7 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
                          "; ingot runs tensor inputs only");
     }
     if (v.dtype == DType::kString) return unsupported(e->model_.path + ": input '" + v.name + "' is a string tensor; ingot does not support strings");
-    e->inputs_.push_back(IoInfo{v.name, v.dtype, v.shape});
+    e->inputs_.push_back(IoInfo{v.name, v.dtype, v.shape, model_dtype(e->opts_.retyped_io.inputs, v)});
   }
   for (ValueId id : g.outputs) {
     const ValueInfo& v = g.value(id);
@@ -220,7 +242,7 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
       return unsupported(e->model_.path + ": output '" + v.name + "' is a " + v.non_tensor_kind +
                          "; ingot runs tensor outputs only");
     }
-    e->outputs_.push_back(IoInfo{v.name, v.dtype, v.shape});
+    e->outputs_.push_back(IoInfo{v.name, v.dtype, v.shape, model_dtype(e->opts_.retyped_io.outputs, v)});
   }
   // On a device the CPU executor only infers shapes: it need not pre-pack weights for CPU kernels.
   auto ex = GraphExecutor::create(g, e->model_.opsets, "cpu", /*prepare_constants=*/!cuda);
@@ -365,7 +387,8 @@ Status Engine::validate_inputs(const std::map<std::string, Tensor>& inputs) cons
     const Tensor& t = it->second;
     if (io.dtype != DType::kUndefined && t.dtype() != io.dtype) {
       return invalid_argument(m + ": input '" + io.name + "' has dtype " + dtype_name(t.dtype()) + ", expected " +
-                              dtype_name(io.dtype));
+                              dtype_name(io.dtype) +
+                              (io.model_dtype != io.dtype ? " (the engine was built with --io-precision fp16)" : ""));
     }
     if (!io.shape) continue;
     const SymShape& s = *io.shape;

@@ -13,6 +13,7 @@
 #include "ingot/status.h"
 #include "ingot/tensor.h"
 #include "ir/graph.h"
+#include "passes/float_io.h"
 #include "passes/pass.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
@@ -29,6 +30,11 @@ struct EngineOptions {
   int threads = 0;  // 0: all cores
   bool cuda_graph = true;   // cuda: capture a CUDA graph per input shape and replay it
   bool allow_tf32 = false;  // cuda fp32: matrix products may use TF32 tensor cores
+  // "model": inputs and outputs keep the model's dtypes; "fp16": its float32 inputs and outputs
+  // are float16 (passes/float_io.h).
+  std::string io_precision = "model";
+  // The inputs and outputs that io_precision retyped (load() reads them from the engine file).
+  RetypedIo retyped_io;
   bool optimize = true;                      // run the optimizer passes
   // The ONNX file the graph came from (load() sets it from an engine's manifest; empty: the
   // model's own path).
@@ -50,6 +56,9 @@ struct IoInfo {
   std::string name;
   DType dtype = DType::kUndefined;
   std::optional<SymShape> shape;
+  // The dtype the ONNX model declares: float32 where --io-precision fp16 made dtype float16
+  // (what a reference run of the model takes and gives), else dtype.
+  DType model_dtype = DType::kUndefined;
 };
 
 struct NamedTensor {

@@ -207,5 +207,10 @@ case $CASE in
     need_ort
     expect_rc 0 "reference  ONNX Runtime onnxruntime" "PASS: all 2 output(s)" \
       -- compare "$M/embed.onnx" --shapes input_ids:2x5 --against ort ;;
+  compare_float16_io_against_ort)
+    # ONNX Runtime runs the model's float32 inputs: the engine's float16 ones widened.
+    need_ort
+    expect_rc 0 "output | dtype" "| y      | float16 |" "PASS: all 1 output(s)" \
+      -- compare "$M/mlp.onnx" --io-precision fp16 --shapes x:2x4 --against ort ;;
   *) echo "unknown case '$CASE'"; exit 1 ;;
 esac

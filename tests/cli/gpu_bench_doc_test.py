@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/gpu_bench_doc.py, bench/gpu_bench.py's results document (no GPU, no torch): merging
-keeps the later value of a field, runs timed with different --idle-ms, --torch-prime-us or
---torch-back-to-back never share a table (merge_into and gpu_bench.py --merge refuse them), the
+keeps the later value of a field, runs timed with different --idle-ms, --torch-prime-us,
+--torch-back-to-back or ingot's --io-precision never share a table (merge_into and gpu_bench.py --merge refuse them), the
 table says how its runs were timed, and each row's floor is at the rates of the GPU that timed it.
 Exit 0 pass, 1 fail."""
 import json
@@ -18,8 +18,10 @@ sys.path.insert(0, BENCH)
 import gpu_bench_doc as g  # noqa: E402
 
 
-def doc(idle, gpu_ms, mode_ms, prime=None, series=None):
+def doc(idle, gpu_ms, mode_ms, prime=None, series=None, io16=None):
     run = {"started": "2026-11-28T00:00:00", "ingot_version": "ingot 0.1.0"}
+    if io16 is not None:
+        run["ingot_io_fp16"] = io16
     if idle is not None:
         run["idle_ms"] = idle
     if prime is not None:
@@ -79,6 +81,18 @@ def main():
         check(False, "merging one-call-at-a-time runs into back-to-back runs raised nothing")
     except ValueError as e:
         check("--torch-back-to-back" in str(e), "the refusal names --torch-back-to-back")
+
+    # Engines with float16 inputs and outputs: the table says so; they never share one with
+    # engines of the model's float32 ones (runs from before the option had those).
+    io16 = g.new_doc()
+    g.merge_into(io16, doc(0, 1.30, 2.0, prime=200, series=1, io16=1))
+    check("built with --io-precision fp16" in g.render(io16), "a float16-io table says so")
+    check("--io-precision fp16" not in g.render(series), "a table of the model's dtypes does not")
+    try:
+        g.merge_into(io16, doc(0, 1.34, 2.30, prime=200, series=1))
+        check(False, "merging float32-io runs into float16-io runs raised nothing")
+    except ValueError as e:
+        check("--io-precision fp16" in str(e), "the refusal names --io-precision fp16")
 
     # Rows timed on different GPUs keep their own floors: each row's floor at the rates of the GPU
     # that timed it, not at the last merged document's device.

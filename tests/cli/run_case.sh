@@ -139,6 +139,15 @@ PY
   build_and_run_engine)
     expect_ok "engine:" -- build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --min-shapes x:1x4 --opt-shapes x:2x4 --max-shapes x:8x4
     expect_ok "output 'y'  float32  [2x8]" -- run "$TMP/mlp.ingot" --shapes x:2x4 ;;
+  build_float16_io)
+    expect_ok "float16 io: inputs x (float32 in the model)" "float16 io: outputs y (float32 in the model)" -- \
+      build "$M/mlp.onnx" -o "$TMP/mlp16.ingot" --min-shapes x:1x4 --max-shapes x:8x4 --io-precision fp16
+    expect_ok "output 'y'  float16  [2x8]" -- run "$TMP/mlp16.ingot" --shapes x:2x4
+    expect_ok "io          fp16: float32 in the model, float16 here: x y" -- inspect "$TMP/mlp16.ingot"
+    /usr/bin/python3 -c "import numpy as np; np.save('$TMP/x32.npy', np.ones((2, 4), np.float32))" 2>/dev/null || exit 77
+    expect_error 1 "input 'x' has dtype float32, expected float16 (the engine was built with --io-precision fp16)" -- \
+      run "$TMP/mlp16.ingot" --input "x=$TMP/x32.npy"
+    expect_error 2 "--io-precision: fp8 not in {model,fp16}" -- build "$M/mlp.onnx" -o "$TMP/m.ingot" --io-precision fp8 ;;
   build_profiles_file)
     echo '[{"min": {"x": [1, 4]}, "opt": {"x": [2, 4]}, "max": {"x": [4, 4]}}]' >"$TMP/p.json"
     expect_ok "x 1x4..4x4" -- build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --profiles "$TMP/p.json" ;;

@@ -48,11 +48,13 @@ std::map<std::string, Tensor> npz(const fs::path& p) {
 }
 
 std::vector<NamedTensor> run_engine(const std::string& model, const std::map<std::string, Tensor>& inputs,
-                                    const std::string& precision, bool cuda_graph = true, int runs = 1) {
+                                    const std::string& precision, bool cuda_graph = true, int runs = 1,
+                                    const std::string& io_precision = "model") {
   EngineOptions eo;
   eo.device = "cuda";
   eo.precision = precision;
   eo.cuda_graph = cuda_graph;
+  eo.io_precision = io_precision;
   auto e = Engine::load(model, eo);
   EXPECT_TRUE(e.has_value()) << e.status().message();
   if (!e) return {};
@@ -138,6 +140,32 @@ TEST_P(CudaFixture, HalfPrecisionMatchesPyTorch) {
       EXPECT_LE(e.max_abs, kHalfTolerance) << f.model << "/" << f.exporter << " " << precision << " " << o.name;
       EXPECT_EQ(e.argmax_agree, e.rows - e.ties) << f.model << "/" << f.exporter << " " << precision << " " << o.name
                                                   << " (" << e.ties << " tied rows not compared)";
+    }
+  }
+}
+
+// --io-precision fp16: the float32 inputs go in as float16 and the outputs come back float16,
+// within the half-precision tolerance of PyTorch's float32 results whatever the engine computes in.
+TEST_P(CudaFixture, Float16IoMatchesPyTorch) {
+  INGOT_REQUIRE_GPU();
+  const Fixture& f = GetParam();
+  auto inputs = npz(dir_of(f) / "inputs.npz");
+  auto ref = npz(dir_of(f) / "reference.npz");
+  for (auto& [name, t] : inputs) {
+    if (t.dtype() != DType::kFloat32) continue;
+    Tensor h(DType::kFloat16, t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) h.data<float16>()[i] = float16(t.data<float>()[i]);
+    t = std::move(h);
+  }
+  for (const char* precision : {"fp16", "fp32"}) {
+    auto outs = run_engine(model_of(f), inputs, precision, true, 2, "fp16");
+    ASSERT_FALSE(outs.empty()) << precision;
+    for (const auto& o : outs) {
+      ASSERT_TRUE(ref.count(o.name)) << o.name;
+      if (ref.at(o.name).dtype() == DType::kFloat32) EXPECT_EQ(o.tensor.dtype(), DType::kFloat16) << o.name;
+      Errors e = errors(o.tensor, ref.at(o.name));
+      EXPECT_LE(e.max_abs, kHalfTolerance) << f.model << "/" << f.exporter << " " << precision << " " << o.name;
+      EXPECT_EQ(e.argmax_agree, e.rows - e.ties) << f.model << "/" << f.exporter << " " << precision << " " << o.name;
     }
   }
 }

@@ -346,7 +346,7 @@ class FusedMatMulKernel : public CudaKernel {
       // One row of act(bias) in scratch, widened into every row of Y.
       void* row = ctx.workspace();
       INGOT_RETURN_IF_ERROR(empty_product(ctx, row, 1, N, bias, dt));
-      return cuda_status(launch_widen_rows(row, 0, dt, Y.data<float>(), N, M, N, ctx.stream()),
+      return cuda_status(launch_copy_rows(row, 0, dt, Y.data<float>(), DType::kFloat32, N, M, N, ctx.stream()),
                          "FusedMatMul: widen the product to float32");
     }
 
@@ -446,16 +446,9 @@ class FusedMatMulKernel : public CudaKernel {
         d.bias = through.bias ? static_cast<const std::byte*>(through.bias) + c0 * es : nullptr;
         std::byte* y = static_cast<std::byte*>(Y.raw()) + (r0 * N + c0) * ys;
         INGOT_RETURN_IF_ERROR(lt_gemm(ctx.handles(), d, a, w, scratch));
-        if (Y.dtype() != d.dtype) {
-          INGOT_RETURN_IF_ERROR(cuda_status(
-              launch_widen_rows(scratch, b.cols, d.dtype, reinterpret_cast<float*>(y), N, d.m, cols, ctx.stream()),
-              "FusedMatMul: widen the product to float32"));
-        } else {
-          INGOT_RETURN_IF_ERROR(cuda_status(
-              cudaMemcpy2DAsync(y, size_t(N * es), scratch, size_t(b.cols * es), size_t(cols * es), size_t(d.m),
-                                cudaMemcpyDeviceToDevice, ctx.stream()),
-              "FusedMatMul: copy out of the padded product"));
-        }
+        INGOT_RETURN_IF_ERROR(cuda_status(
+            launch_copy_rows(scratch, b.cols, d.dtype, y, Y.dtype(), N, d.m, cols, ctx.stream()),
+            Y.dtype() != d.dtype ? "FusedMatMul: widen the product to float32" : "FusedMatMul: copy out of the padded product"));
       }
     }
     return Status::ok();

@@ -33,14 +33,15 @@ struct ScratchBlocks {
 };
 ScratchBlocks scratch_blocks(int64_t m, int64_t width, int64_t elem_bytes, int64_t budget_bytes);
 
-// y[i, j] = float(src[i·src_pitch + j]) for i < rows, j < cols (y [rows, cols] float32, rows y_pitch apart):
-// a float16/bfloat16 product widened to float32 on its way out of the scratch it was computed in
-// (FusedMatMul with output_dtype float32), dropping the padding columns of a padded product.
-// src: float16 or bfloat16, 16-byte aligned, src_pitch a multiple of 8 (0: every row of y from the
-// same source row), else cudaErrorInvalidValue. Loads may read up to 7 elements past a row's
-// `cols`, within its pitch (or, at pitch 0, the row rounded up to 8 elements).
-cudaError_t launch_widen_rows(const void* src, int64_t src_pitch, DType src_dtype, float* y, int64_t y_pitch, int64_t rows,
-                              int64_t cols, cudaStream_t stream);
+// y[i, j] = src[i·src_pitch + j] for i < rows, j < cols (y [rows, cols], rows y_pitch apart), in
+// y_dtype: float32 (a float16/bfloat16 product widened on its way out of the scratch it was
+// computed in: FusedMatMul with output_dtype float32) or src_dtype (a copy), dropping the padding
+// columns of a padded product. src: float16, bfloat16 or float32, 16-byte aligned, src_pitch a
+// multiple of 16 bytes (0: every row of y from the same source row), else cudaErrorInvalidValue.
+// Loads may read up to 15 bytes past a row's `cols`, within its pitch (or, at pitch 0, the row
+// rounded up to 16 bytes).
+cudaError_t launch_copy_rows(const void* src, int64_t src_pitch, DType src_dtype, void* y, DType y_dtype,
+                             int64_t y_pitch, int64_t rows, int64_t cols, cudaStream_t stream);
 
 // Widest product launch_skinny_product takes.
 constexpr int64_t kSkinnyMaxN = 8;
