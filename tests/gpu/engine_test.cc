@@ -162,7 +162,9 @@ TEST_P(CudaFixture, Float16IoMatchesPyTorch) {
     ASSERT_FALSE(outs.empty()) << precision;
     for (const auto& o : outs) {
       ASSERT_TRUE(ref.count(o.name)) << o.name;
-      if (ref.at(o.name).dtype() == DType::kFloat32) EXPECT_EQ(o.tensor.dtype(), DType::kFloat16) << o.name;
+      if (ref.at(o.name).dtype() == DType::kFloat32) {
+        EXPECT_EQ(o.tensor.dtype(), DType::kFloat16) << o.name;
+      }
       Errors e = errors(o.tensor, ref.at(o.name));
       EXPECT_LE(e.max_abs, kHalfTolerance) << f.model << "/" << f.exporter << " " << precision << " " << o.name;
       EXPECT_EQ(e.argmax_agree, e.rows - e.ties) << f.model << "/" << f.exporter << " " << precision << " " << o.name;
