@@ -1,5 +1,7 @@
 #include "passes/float_io.h"
 
+#include <set>
+
 #include "ir/graph_editor.h"
 
 namespace ingot {
@@ -39,6 +41,10 @@ Expected<RetypedIo> retype_float_io(Model& model, DType io) {
         return unsupported(model.path + ": '" + g.value(v).name +
                            "' is read by name inside a subgraph (If/Loop/Scan), so its dtype cannot change: "
                            "build without --io-precision fp16");
+  const std::set<ValueId> inputs(g.inputs.begin(), g.inputs.end());
+  for (ValueId y : g.outputs)
+    if (is_f32(y) && !inputs.count(y) && ed.producer(y) < 0 && !g.initializers.count(y))
+      return invalid_model(model.path + ": output '" + g.value(y).name + "' is neither computed by a node nor a constant");
   RetypedIo done;
   for (ValueId x : g.inputs) {
     if (!is_f32(x)) continue;
@@ -56,8 +62,6 @@ Expected<RetypedIo> retype_float_io(Model& model, DType io) {
     const std::vector<int> readers = ed.consumers(y);
     const int p = ed.producer(y);
     auto init = g.initializers.find(y);
-    if (p < 0 && init == g.initializers.end())
-      return invalid_model(model.path + ": output '" + g.value(y).name + "' is neither computed by a node nor a constant");
     const ValueId narrow_from = add_float32_twin(g, y);
     if (p >= 0) {
       for (ValueId& o : ed.node(p).outputs)
