@@ -316,6 +316,12 @@ int run_bench(const BenchOptions& o) {
   std::string load = load_average();
   std::cout << "model     " << mpath << "\n";
   std::cout << "ingot     " << INGOT_VERSION << ", " << threads << " thread(s), optimizer on\n";
+  if (const RetypedIo& r = engine->options().retyped_io; !r.inputs.empty() || !r.outputs.empty()) {
+    std::cout << "io        float16 where the model has float32 (--io-precision fp16):";
+    for (const auto* names : {&r.inputs, &r.outputs})
+      for (const std::string& n : *names) std::cout << " " << n;
+    std::cout << (peer ? "; ONNX Runtime gets the model's float32 inputs" : "") << "\n";
+  }
   if (peer) {
     std::cout << "against   " << peer->description() << ", intra-op threads " << threads
               << ", inter-op 1, graph optimization all, sequential"

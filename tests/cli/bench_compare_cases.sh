@@ -211,6 +211,8 @@ case $CASE in
     # ONNX Runtime runs the model's float32 inputs: the engine's float16 ones widened.
     need_ort
     expect_rc 0 "output | dtype" "| y      | float16 |" "PASS: all 1 output(s)" \
-      -- compare "$M/mlp.onnx" --io-precision fp16 --shapes x:2x4 --against ort ;;
+      -- compare "$M/mlp.onnx" --io-precision fp16 --shapes x:2x4 --against ort
+    expect_rc 0 "io        float16 where the model has float32 (--io-precision fp16): x y; ONNX Runtime gets" \
+      -- bench "$M/mlp.onnx" --io-precision fp16 --shapes x:2x4 --against ort --iterations 3 --duration 0 ;;
   *) echo "unknown case '$CASE'"; exit 1 ;;
 esac
