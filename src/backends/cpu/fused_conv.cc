@@ -22,11 +22,19 @@
 // transforms change the rounding: on those layers the results differed from the direct kernel's
 // by at most 3.1e-6 of the output's magnitude. INGOT_CONV_WINOGRAD=0 keeps every convolution
 // direct.
+//
+// On CPUs with AVX2 and no AVX-512 (panel16_supported()), a 3x3 convolution between two
+// channels-last tensors with constant weights, 16k output channels, one group, no dilation, no
+// residual and ReLU or no activation runs conv3x3_panel16 instead (conv_panel16.h says why);
+// INGOT_CONV_PANEL16=0 keeps oneDNN there.
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
+#include "backends/cpu/conv_panel16.h"
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/fused_conv_util.h"
+#include "backends/cpu/gemm_few_rows.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
 
@@ -124,6 +132,13 @@ bool winograd_pays(const dnnl::memory::dims& xd, const dnnl::memory::dims& wd, c
   if (st[0] != 1 || st[1] != 1 || d1[0] != 0 || d1[1] != 0) return false;
   return yd[0] * yd[2] * yd[3] >= 196;
 }
+bool panel16_allowed() {
+  static const bool allowed = [] {
+    const char* e = std::getenv("INGOT_CONV_PANEL16");
+    return !(e && std::string(e) == "0") && cpu::panel16_supported();
+  }();
+  return allowed;
+}
 bool winograd_allowed() {
   static const bool allowed = [] {
     const char* e = std::getenv("INGOT_CONV_WINOGRAD");
@@ -153,6 +168,12 @@ class FusedConvKernel : public OpKernel {
       if (c.size() > 1 && c[1] && dtype_is_float(c[1]->dtype())) {
         w_src_ = c[1]->raw();
         w_f32_ = to_f32(*c[1]);
+        const Shape& w = w_f32_.shape();
+        const bool relu_or_none = act_.kind == Act::kNone || act_.kind == Act::kRelu;
+        bool undilated = true;
+        for (int64_t d : sp_.dilations) undilated &= d == 1;
+        panel16_ = panel16_allowed() && w.size() == 4 && w[2] == 3 && w[3] == 3 && w[0] % 16 == 0 && group_ == 1 &&
+                   x_cl_ && y_cl_ && relu_or_none && undilated;
       }
       if (c.size() > 2 && c[2] && dtype_is_float(c[2]->dtype())) {
         b_src_ = c[2]->raw();
@@ -225,6 +246,24 @@ class FusedConvKernel : public OpKernel {
       bool has_b = ctx.has_input(2), has_z = ctx.has_input(3);
       bool fuse_z = has_z && channels_first_shape(ctx.input(3).shape(), z_cl_) == ys;
       bool w_const = w_f32_.defined() && W.raw() == w_src_;
+      if (panel16_ && w_const && !has_z && X.dtype() == DType::kFloat32 && Y.dtype() == DType::kFloat32 &&
+          xs.size() == 4) {
+        // Packed at the first run, not in prepare(): shape inference prepares kernels too.
+        std::call_once(panel16_packed_, [&] {
+          panel16_w_ = cpu::pack_conv3x3_weights(w_f32_.data<float>(), W.dim(0), W.dim(1));
+        });
+        cpu::Conv3x3Geometry g;
+        g.n = xs[0], g.ic = xs[1], g.h = xs[2], g.w = xs[3], g.oc = ys[1], g.oh = ys[2], g.ow = ys[3];
+        g.stride_h = st[0], g.stride_w = st[1], g.pad_top = pb[0], g.pad_left = pb[1];
+        const float* bias = nullptr;
+        Tensor Bf;
+        if (has_b) {
+          if (b_f32_.defined() && ctx.input(2).raw() == b_src_) bias = b_f32_.data<float>();
+          else Bf = to_f32(ctx.input(2)), bias = Bf.data<float>();
+        }
+        cpu::conv3x3_panel16(g, X.data<float>(), panel16_w_.data(), bias, act_.kind == Act::kRelu, Y.data<float>());
+        return Status::ok();
+      }
       Shape k(W.shape().begin() + 2, W.shape().end());
       auto xd = to_dims(xs), yd = to_dims(ys);
       auto wd = weight_dims(group_, W.dim(0), W.dim(1) * group_, k);
@@ -392,6 +431,9 @@ class FusedConvKernel : public OpKernel {
   const void* w_src_ = nullptr;
   const void* b_src_ = nullptr;
   Tensor w_f32_, b_f32_;
+  bool panel16_ = false;  // conv3x3_panel16 runs it (the constant W packed for it at the first run)
+  mutable std::once_flag panel16_packed_;
+  mutable std::vector<float> panel16_w_;
   mutable Cache<Prim> cache_;
 };
 
