@@ -23,10 +23,12 @@
 // by at most 3.1e-6 of the output's magnitude. INGOT_CONV_WINOGRAD=0 keeps every convolution
 // direct.
 //
-// On CPUs with AVX2 and no AVX-512 (panel16_supported()), a 3x3 convolution between two
-// channels-last tensors with constant weights, 16k output channels, one group, no dilation, no
-// residual and ReLU or no activation runs conv3x3_panel16 instead (conv_panel16.h says why);
-// INGOT_CONV_PANEL16=0 keeps oneDNN there.
+// On CPUs with AVX2 and no AVX-512 (panel16_supported()), a 3x3 convolution between
+// channels-last tensors with constant weights, 16k output channels, one group, no dilation, a
+// channels-last residual of Y's shape or none, and ReLU or no activation runs conv_panel16
+// instead (conv_panel16.h says why); INGOT_CONV_PANEL16=0 keeps oneDNN there. Not 1x1: oneDNN's
+// jit_1x1:avx2 is faster there (ResNet-50 b1's FusedConv 75-81 ms a run with its 1x1 layers on
+// conv_panel16 too, 65-69 with the 3x3 layers alone; developer session 43).
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -172,8 +174,9 @@ class FusedConvKernel : public OpKernel {
         const bool relu_or_none = act_.kind == Act::kNone || act_.kind == Act::kRelu;
         bool undilated = true;
         for (int64_t d : sp_.dilations) undilated &= d == 1;
-        panel16_ = panel16_allowed() && w.size() == 4 && w[2] == 3 && w[3] == 3 && w[0] % 16 == 0 && group_ == 1 &&
-                   x_cl_ && y_cl_ && relu_or_none && undilated;
+        const bool k3 = w.size() == 4 && w[2] == 3 && w[3] == 3;
+        panel16_ = panel16_allowed() && k3 && w[0] % 16 == 0 && group_ == 1 && x_cl_ && y_cl_ && relu_or_none &&
+                   undilated;
       }
       if (c.size() > 2 && c[2] && dtype_is_float(c[2]->dtype())) {
         b_src_ = c[2]->raw();
@@ -246,14 +249,16 @@ class FusedConvKernel : public OpKernel {
       bool has_b = ctx.has_input(2), has_z = ctx.has_input(3);
       bool fuse_z = has_z && channels_first_shape(ctx.input(3).shape(), z_cl_) == ys;
       bool w_const = w_f32_.defined() && W.raw() == w_src_;
-      if (panel16_ && w_const && !has_z && X.dtype() == DType::kFloat32 && Y.dtype() == DType::kFloat32 &&
-          xs.size() == 4) {
+      const bool z_fits = !has_z || (fuse_z && z_cl_ && ctx.input(3).dtype() == DType::kFloat32);
+      if (panel16_ && w_const && z_fits && X.dtype() == DType::kFloat32 && Y.dtype() == DType::kFloat32 &&
+          xs.size() == 4 && X.raw() != Y.raw()) {
         // Packed at the first run, not in prepare(): shape inference prepares kernels too.
         std::call_once(panel16_packed_, [&] {
-          panel16_w_ = cpu::pack_conv3x3_weights(w_f32_.data<float>(), W.dim(0), W.dim(1));
+          panel16_w_ = cpu::pack_conv_weights(w_f32_.data<float>(), W.dim(0), W.dim(1), W.dim(2) * W.dim(3));
         });
-        cpu::Conv3x3Geometry g;
+        cpu::ConvGeometry g;
         g.n = xs[0], g.ic = xs[1], g.h = xs[2], g.w = xs[3], g.oc = ys[1], g.oh = ys[2], g.ow = ys[3];
+        g.kh = W.dim(2), g.kw = W.dim(3);
         g.stride_h = st[0], g.stride_w = st[1], g.pad_top = pb[0], g.pad_left = pb[1];
         const float* bias = nullptr;
         Tensor Bf;
@@ -261,7 +266,8 @@ class FusedConvKernel : public OpKernel {
           if (b_f32_.defined() && ctx.input(2).raw() == b_src_) bias = b_f32_.data<float>();
           else Bf = to_f32(ctx.input(2)), bias = Bf.data<float>();
         }
-        cpu::conv3x3_panel16(g, X.data<float>(), panel16_w_.data(), bias, act_.kind == Act::kRelu, Y.data<float>());
+        cpu::conv_panel16(g, X.data<float>(), panel16_w_.data(), bias, has_z ? ctx.input(3).data<float>() : nullptr,
+                          act_.kind == Act::kRelu, Y.data<float>());
         return Status::ok();
       }
       Shape k(W.shape().begin() + 2, W.shape().end());
@@ -431,7 +437,7 @@ class FusedConvKernel : public OpKernel {
   const void* w_src_ = nullptr;
   const void* b_src_ = nullptr;
   Tensor w_f32_, b_f32_;
-  bool panel16_ = false;  // conv3x3_panel16 runs it (the constant W packed for it at the first run)
+  bool panel16_ = false;  // conv_panel16 runs it (the constant W packed for it at the first run)
   mutable std::once_flag panel16_packed_;
   mutable std::vector<float> panel16_w_;
   mutable Cache<Prim> cache_;
