@@ -2,6 +2,8 @@
 // it should, not when a condition fails, and the optimized engine matches the unoptimized one.
 #include <gtest/gtest.h>
 
+#include "backends/cpu/gemm_few_rows.h"
+
 #include <filesystem>
 #include <functional>
 
@@ -438,6 +440,32 @@ TEST(FuseConvActivation, WinogradConvolutionsMatchTheReference) {
   for (size_t at = log.find("wino"); at != std::string::npos; at = log.find("wino", at + 1)) ++wino;
   EXPECT_EQ(wino, testing::cpu_has_avx512() ? 2u : 0u) << log;  // oneDNN 2.6 has Winograd for AVX-512 only
   EXPECT_LE(r.diff, 1e-6 * r.scale) << "max abs output " << r.scale;
+}
+
+TEST(FuseConvActivation, ThreeByThreeConvolutionsOnPanel16MatchTheReference) {
+  // On CPUs with AVX2 and no AVX-512 the 3x3 convolutions between channels-last tensors run
+  // conv_panel16 (the residual block's second, with its residual and Relu, its output in the
+  // buffer of its residual that is its input too, and the conv after it); the first reads the
+  // NCHW graph input and the last writes the NCHW graph output, so oneDNN runs those. Elsewhere
+  // oneDNN runs all four.
+  Builder b;
+  ValueId r2 = residual_block(b, b.input("x", {2, 16, 9, 7}), 16, 32, 84);
+  ValueId c3 = b.node("Relu", {b.node("Conv", {r2, b.init("w5", conv_weight(32, 32, 2, 3, 86))}, conv_attrs(1, 2, 1))});
+  b.output(b.node("Conv", {c3, b.init("w6", conv_weight(16, 32, 2, 3, 87))}, conv_attrs()));
+  ::setenv("INGOT_FUSED_CONV_VERBOSE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  auto r = compare(b.m, {{"x", random_tensor({2, 16, 9, 7}, 88)}});
+  std::string log = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("INGOT_FUSED_CONV_VERBOSE");
+  EXPECT_EQ(r.ops["ingot.FusedConv"], 4);
+  size_t panel16 = 0, with_residual = 0;
+  for (size_t at = log.find("conv_panel16"); at != std::string::npos; at = log.find("conv_panel16", at + 1)) ++panel16;
+  for (size_t at = log.find("with residual"); at != std::string::npos; at = log.find("with residual", at + 1))
+    ++with_residual;
+  const bool here = cpu::panel16_supported() && !std::getenv("INGOT_CONV_PANEL16");
+  EXPECT_EQ(panel16, here ? 2u : 0u) << log;
+  EXPECT_EQ(with_residual, here ? 1u : 0u) << log;
+  EXPECT_LE(r.diff, 1e-5 * std::max(1.0, r.scale)) << "max abs output " << r.scale;
 }
 
 TEST(FuseConvActivation, ResidualOutputTakesTheResidualsBufferEvenWhenItIsAlsoX) {

@@ -251,10 +251,13 @@ class FusedConvKernel : public OpKernel {
       bool w_const = w_f32_.defined() && W.raw() == w_src_;
       const bool z_fits = !has_z || (fuse_z && z_cl_ && ctx.input(3).dtype() == DType::kFloat32);
       if (panel16_ && w_const && z_fits && X.dtype() == DType::kFloat32 && Y.dtype() == DType::kFloat32 &&
-          xs.size() == 4 && X.raw() != Y.raw()) {
+          xs.size() == 4) {
         // Packed at the first run, not in prepare(): shape inference prepares kernels too.
         std::call_once(panel16_packed_, [&] {
           panel16_w_ = cpu::pack_conv_weights(w_f32_.data<float>(), W.dim(0), W.dim(1), W.dim(2) * W.dim(3));
+          if (std::getenv("INGOT_FUSED_CONV_VERBOSE"))
+            std::fprintf(stderr, "ingot.FusedConv %s: conv_panel16%s\n", key_of({to_dims(xs), to_dims(W.shape())}).c_str(),
+                         has_z ? " with residual" : "");
         });
         cpu::ConvGeometry g;
         g.n = xs[0], g.ic = xs[1], g.h = xs[2], g.w = xs[3], g.oc = ys[1], g.oh = ys[2], g.ow = ys[3];
@@ -266,7 +269,9 @@ class FusedConvKernel : public OpKernel {
           if (b_f32_.defined() && ctx.input(2).raw() == b_src_) bias = b_f32_.data<float>();
           else Bf = to_f32(ctx.input(2)), bias = Bf.data<float>();
         }
-        cpu::conv_panel16(g, X.data<float>(), panel16_w_.data(), bias, has_z ? ctx.input(3).data<float>() : nullptr,
+        // Y in the buffer of Z that is X too (conv(x) + x): the tiles must not read what others wrote.
+        const Tensor Xin = X.raw() == Y.raw() ? X.clone() : X;
+        cpu::conv_panel16(g, Xin.data<float>(), panel16_w_.data(), bias, has_z ? ctx.input(3).data<float>() : nullptr,
                           act_.kind == Act::kRelu, Y.data<float>());
         return Status::ok();
       }
