@@ -252,27 +252,7 @@ class FusedConvKernel : public OpKernel {
       const bool z_fits = !has_z || (fuse_z && z_cl_ && ctx.input(3).dtype() == DType::kFloat32);
       if (panel16_ && w_const && z_fits && X.dtype() == DType::kFloat32 && Y.dtype() == DType::kFloat32 &&
           xs.size() == 4) {
-        // Packed at the first run, not in prepare(): shape inference prepares kernels too.
-        std::call_once(panel16_packed_, [&] {
-          panel16_w_ = cpu::pack_conv_weights(w_f32_.data<float>(), W.dim(0), W.dim(1), W.dim(2) * W.dim(3));
-          if (std::getenv("INGOT_FUSED_CONV_VERBOSE"))
-            std::fprintf(stderr, "ingot.FusedConv %s: conv_panel16%s\n", key_of({to_dims(xs), to_dims(W.shape())}).c_str(),
-                         has_z ? " with residual" : "");
-        });
-        cpu::ConvGeometry g;
-        g.n = xs[0], g.ic = xs[1], g.h = xs[2], g.w = xs[3], g.oc = ys[1], g.oh = ys[2], g.ow = ys[3];
-        g.kh = W.dim(2), g.kw = W.dim(3);
-        g.stride_h = st[0], g.stride_w = st[1], g.pad_top = pb[0], g.pad_left = pb[1];
-        const float* bias = nullptr;
-        Tensor Bf;
-        if (has_b) {
-          if (b_f32_.defined() && ctx.input(2).raw() == b_src_) bias = b_f32_.data<float>();
-          else Bf = to_f32(ctx.input(2)), bias = Bf.data<float>();
-        }
-        // Y in the buffer of Z that is X too (conv(x) + x): the tiles must not read what others wrote.
-        const Tensor Xin = X.raw() == Y.raw() ? X.clone() : X;
-        cpu::conv_panel16(g, Xin.data<float>(), panel16_w_.data(), bias, has_z ? ctx.input(3).data<float>() : nullptr,
-                          act_.kind == Act::kRelu, Y.data<float>());
+        run_panel16(ctx, xs, ys, st, pb);
         return Status::ok();
       }
       Shape k(W.shape().begin() + 2, W.shape().end());
@@ -330,11 +310,7 @@ class FusedConvKernel : public OpKernel {
         s.wait();  // Wf dies at the end of this block
       }
       Tensor Bf;
-      const float* bias = nullptr;
-      if (has_b) {
-        if (b_f32_.defined() && ctx.input(2).raw() == b_src_) bias = b_f32_.data<float>();
-        else Bf = to_f32(ctx.input(2)), bias = Bf.data<float>();
-      }
+      const float* bias = bias_f32(ctx, Bf);
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
       args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad(p->scratch));
       if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(plain_desc({W.dim(0)}), eng, const_cast<float*>(bias)));
@@ -410,6 +386,42 @@ class FusedConvKernel : public OpKernel {
     if (std::getenv("INGOT_FUSED_CONV_VERBOSE"))
       std::fprintf(stderr, "ingot.FusedConv %s: %s\n", key_of({xd, wd}).c_str(), p->impl.c_str());
     return p;
+  }
+
+  // B as float32, or null without one: the kernel's copy when B is the constant it was prepared
+  // with, else converted into `keep`.
+  const float* bias_f32(ComputeContext& ctx, Tensor& keep) const {
+    if (!ctx.has_input(2)) return nullptr;
+    if (b_f32_.defined() && ctx.input(2).raw() == b_src_) return b_f32_.data<float>();
+    keep = to_f32(ctx.input(2));
+    return keep.data<float>();
+  }
+
+  // The convolution on conv_panel16 (its conditions checked by the caller): X, Y and Z float32,
+  // xs and ys logical NCHW shapes, st and pb conv_geometry's strides and leading pads.
+  void run_panel16(ComputeContext& ctx, const Shape& xs, const Shape& ys, const std::vector<int64_t>& st,
+                   const std::vector<int64_t>& pb) const {
+    const Tensor& X = ctx.input(0);
+    const Tensor& W = ctx.input(1);
+    Tensor& Y = ctx.output(0);
+    const bool has_z = ctx.has_input(3);
+    // Packed at the first run, not in prepare(): shape inference prepares kernels too.
+    std::call_once(panel16_packed_, [&] {
+      panel16_w_ = cpu::pack_conv_weights(w_f32_.data<float>(), W.dim(0), W.dim(1), W.dim(2) * W.dim(3));
+      if (std::getenv("INGOT_FUSED_CONV_VERBOSE"))
+        std::fprintf(stderr, "ingot.FusedConv %s: conv_panel16%s\n", key_of({to_dims(xs), to_dims(W.shape())}).c_str(),
+                     has_z ? " with residual" : "");
+    });
+    cpu::ConvGeometry g;
+    g.n = xs[0], g.ic = xs[1], g.h = xs[2], g.w = xs[3], g.oc = ys[1], g.oh = ys[2], g.ow = ys[3];
+    g.kh = W.dim(2), g.kw = W.dim(3);
+    g.stride_h = st[0], g.stride_w = st[1], g.pad_top = pb[0], g.pad_left = pb[1];
+    Tensor Bf;
+    const float* bias = bias_f32(ctx, Bf);
+    // Y in the buffer of a Z that is X too (conv(x) + x): no tile may read what another wrote.
+    const Tensor Xin = X.raw() == Y.raw() ? X.clone() : X;
+    cpu::conv_panel16(g, Xin.data<float>(), panel16_w_.data(), bias, has_z ? ctx.input(3).data<float>() : nullptr,
+                      act_.kind == Act::kRelu, Y.data<float>());
   }
 
   // y = act(y + z) with z broadcast over its dims of 1 (ranks are equal: infer() checked);
