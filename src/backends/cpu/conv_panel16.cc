@@ -76,7 +76,7 @@ void conv_panel16(const ConvGeometry& g, const float* x, const float* packed, co
   const std::vector<float> zeros(size_t(g.ic), 0.f);
   parallel_for(blocks, 2 * kRows * K * g.oc, [&](int64_t b0, int64_t b1) {
     const float* rows[kMaxTaps * kRows];
-    alignas(32) float edge[kRows * kCols], edge_z[kRows * kCols];
+    alignas(32) float edge[kRows * kCols], edge_z[kRows * kCols] = {};  // rows past a partial block: read, results dropped
     for (int64_t b = b0; b < b1; ++b) {
       const int live = int(std::min<int64_t>(kRows, M - b * kRows));
       for (int r = 0; r < kRows; ++r) {
