@@ -1,6 +1,7 @@
 #include "cli_common.h"
 
 #include "backends/cpu/bf16_products.h"
+#include "backends/cpu/float_kernel_util.h"
 #include "runtime/engine.h"
 
 #include <cstdio>
@@ -142,15 +143,8 @@ std::vector<std::pair<std::string, Tensor>> inputs_as_model_declares(const Engin
   std::vector<std::pair<std::string, Tensor>> named;
   for (const IoInfo& io : engine.inputs()) {
     const Tensor& t = inputs.at(io.name);
-    if (io.model_dtype == io.dtype || t.dtype() != DType::kFloat16 || io.model_dtype != DType::kFloat32) {
-      named.push_back({io.name, t});
-      continue;
-    }
-    Tensor wide(DType::kFloat32, t.shape());
-    const float16* src = t.data<float16>();
-    float* dst = wide.data<float>();
-    for (int64_t i = 0; i < t.numel(); ++i) dst[i] = float(src[i]);
-    named.push_back({io.name, std::move(wide)});
+    const bool widen = io.model_dtype == DType::kFloat32 && t.dtype() == DType::kFloat16;
+    named.push_back({io.name, widen ? cpu::converted(t, DType::kFloat32) : t});
   }
   return named;
 }

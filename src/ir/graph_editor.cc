@@ -113,6 +113,17 @@ void GraphEditor::replace_uses(ValueId from, ValueId to) {
   for (ValueId& o : g_.outputs) if (o == from) o = to;
 }
 
+void GraphEditor::set_output(int idx, ValueId from, ValueId to) {
+  for (ValueId& o : g_.nodes[size_t(idx)].outputs)
+    if (o == from) o = to;
+  if (producer_.size() < g_.values.size()) {
+    producer_.resize(g_.values.size(), -1);
+    consumers_.resize(g_.values.size());
+  }
+  if (producer_[size_t(from)] == idx) producer_[size_t(from)] = -1;
+  producer_[size_t(to)] = idx;
+}
+
 void GraphEditor::commit() {
   // Keep live nodes in a topological order (stable: file order where dependencies allow), so
   // the graph stays valid ONNX when written out; fused nodes were appended at the end.

@@ -36,6 +36,8 @@ class GraphEditor {
   void remove_node(int idx);
   // Every reader of `from` (and the graph outputs) reads `to` instead.
   void replace_uses(ValueId from, ValueId to);
+  // Node idx writes `to` where it wrote `from` (`to` must have no other producer).
+  void set_output(int idx, ValueId from, ValueId to);
   // Drops removed nodes and initializers nothing reads any more.
   void commit();
 

@@ -309,20 +309,18 @@ class Converter {
 
   bool is_f32(ValueId v) const { return v != kNoValue && dt_[size_t(v)] == kF32; }
 
-  bool is_graph_output(ValueId v) const { return std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end(); }
-
   // A float32 graph output, or a float32 value read only by Casts that write graph outputs (the
   // boundary retype_float_io puts after a value the model computes in float32).
   bool writes_graph_output(const GraphEditor& ed, const Node& node) const {
     for (ValueId v : node.outputs) {
       if (v == kNoValue || !is_f32(v)) continue;
-      if (is_graph_output(v)) return true;
+      if (ed.is_graph_output(v)) return true;
       const std::vector<int>& readers = ed.consumers(v);
       bool only_output_casts = !readers.empty();
       for (int r : readers) {
         const Node& c = g_.nodes[size_t(r)];
         only_output_casts &= c.domain.empty() && c.op_type == "Cast" && c.outputs.size() == 1 &&
-                             c.outputs[0] != kNoValue && is_graph_output(c.outputs[0]);
+                             c.outputs[0] != kNoValue && ed.is_graph_output(c.outputs[0]);
       }
       if (only_output_casts) return true;
     }

@@ -47,7 +47,6 @@ class EliminateIdentity : public Pass {
     ed.commit();
     // The graph outputs: in a fresh editor, whose producers are those of the graph as it is now.
     GraphEditor outs(model.graph);
-    std::vector<int> absorbed;
     for (int i = 0; i < outs.num_nodes(); ++i) {
       if (!passes_through(outs, i, metas)) continue;
       const ValueId in = outs.node(i).inputs[0], out = outs.node(i).outputs[0];
@@ -58,16 +57,11 @@ class EliminateIdentity : public Pass {
       ValueInfo& o = model.graph.value(out);
       if (o.dtype == DType::kUndefined) o.dtype = model.graph.value(in).dtype;
       if (!o.shape) o.shape = model.graph.value(in).shape;
-      for (ValueId& w : outs.node(p).outputs)
-        if (w == in) w = out;
-      outs.remove_node(i);  // out of the index: a later Identity of `out` finds no producer
-      absorbed.push_back(i);
+      outs.remove_node(i);
+      outs.set_output(p, in, out);
+      ++n;
     }
-    // Gone from the graph, then a fresh index (producers moved) puts the nodes in order.
-    for (auto it = absorbed.rbegin(); it != absorbed.rend(); ++it)
-      model.graph.nodes.erase(model.graph.nodes.begin() + *it);
-    n += int(absorbed.size());
-    if (!absorbed.empty()) GraphEditor(model.graph).commit();
+    outs.commit();
     return n;
   }
 };

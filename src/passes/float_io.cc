@@ -64,8 +64,7 @@ Expected<RetypedIo> retype_float_io(Model& model, DType io) {
     auto init = g.initializers.find(y);
     const ValueId narrow_from = add_float32_twin(g, y);
     if (p >= 0) {
-      for (ValueId& o : ed.node(p).outputs)
-        if (o == y) o = narrow_from;
+      ed.set_output(p, y, narrow_from);
     } else {
       Tensor t = std::move(init->second);
       g.initializers.erase(init);
@@ -78,9 +77,7 @@ Expected<RetypedIo> retype_float_io(Model& model, DType io) {
     g.value(y).dtype = io;
     done.outputs.push_back(g.value(y).name);
   }
-  // A fresh index of the edited graph (ed's knows the added Casts but not the outputs moved
-  // above) puts the Casts in order.
-  GraphEditor(g).commit();
+  ed.commit();  // puts the Casts in order
   return done;
 }
 

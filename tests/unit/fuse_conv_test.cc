@@ -423,6 +423,22 @@ ValueId residual_block(Builder& b, ValueId in, int64_t c_in, int64_t c, uint32_t
   return b.node("Relu", {b.node("Add", {conv, r})});
 }
 
+// compare() with INGOT_FUSED_CONV_VERBOSE set: also what the kernels said (their implementations).
+std::pair<Compared, std::string> compare_with_conv_log(const Model& m, const std::map<std::string, Tensor>& feeds) {
+  ::setenv("INGOT_FUSED_CONV_VERBOSE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  Compared r = compare(m, feeds);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("INGOT_FUSED_CONV_VERBOSE");
+  return {std::move(r), std::move(log)};
+}
+
+size_t occurrences(const std::string& text, const std::string& word) {
+  size_t n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
 TEST(FuseConvActivation, WinogradConvolutionsMatchTheReference) {
   // Two 3x3 convolutions over 16x16 pixels (Winograd's size), the second with a residual and
   // Relu, then one over 4x4 pixels (too few: direct). The kernel reports its implementations.
@@ -430,15 +446,9 @@ TEST(FuseConvActivation, WinogradConvolutionsMatchTheReference) {
   ValueId r2 = residual_block(b, b.input("x", {1, 16, 16, 16}), 16, 32, 80);
   ValueId small = b.node("MaxPool", {r2}, pool_attrs({4, 4}, {4, 4}, {0, 0, 0, 0}));
   b.output(b.node("Conv", {small, b.init("w3", conv_weight(16, 32, 2, 3, 82))}, conv_attrs()));
-  ::setenv("INGOT_FUSED_CONV_VERBOSE", "1", 1);
-  ::testing::internal::CaptureStderr();
-  auto r = compare(b.m, {{"x", random_tensor({1, 16, 16, 16}, 83)}});
-  std::string log = ::testing::internal::GetCapturedStderr();
-  ::unsetenv("INGOT_FUSED_CONV_VERBOSE");
+  auto [r, log] = compare_with_conv_log(b.m, {{"x", random_tensor({1, 16, 16, 16}, 83)}});
   EXPECT_EQ(r.ops["ingot.FusedConv"], 3);
-  size_t wino = 0;
-  for (size_t at = log.find("wino"); at != std::string::npos; at = log.find("wino", at + 1)) ++wino;
-  EXPECT_EQ(wino, testing::cpu_has_avx512() ? 2u : 0u) << log;  // oneDNN 2.6 has Winograd for AVX-512 only
+  EXPECT_EQ(occurrences(log, "wino"), testing::cpu_has_avx512() ? 2u : 0u) << log;  // oneDNN 2.6 has Winograd for AVX-512 only
   EXPECT_LE(r.diff, 1e-6 * r.scale) << "max abs output " << r.scale;
 }
 
@@ -452,19 +462,11 @@ TEST(FuseConvActivation, ThreeByThreeConvolutionsOnPanel16MatchTheReference) {
   ValueId r2 = residual_block(b, b.input("x", {2, 16, 9, 7}), 16, 32, 84);
   ValueId c3 = b.node("Relu", {b.node("Conv", {r2, b.init("w5", conv_weight(32, 32, 2, 3, 86))}, conv_attrs(1, 2, 1))});
   b.output(b.node("Conv", {c3, b.init("w6", conv_weight(16, 32, 2, 3, 87))}, conv_attrs()));
-  ::setenv("INGOT_FUSED_CONV_VERBOSE", "1", 1);
-  ::testing::internal::CaptureStderr();
-  auto r = compare(b.m, {{"x", random_tensor({2, 16, 9, 7}, 88)}});
-  std::string log = ::testing::internal::GetCapturedStderr();
-  ::unsetenv("INGOT_FUSED_CONV_VERBOSE");
+  auto [r, log] = compare_with_conv_log(b.m, {{"x", random_tensor({2, 16, 9, 7}, 88)}});
   EXPECT_EQ(r.ops["ingot.FusedConv"], 4);
-  size_t panel16 = 0, with_residual = 0;
-  for (size_t at = log.find("conv_panel16"); at != std::string::npos; at = log.find("conv_panel16", at + 1)) ++panel16;
-  for (size_t at = log.find("with residual"); at != std::string::npos; at = log.find("with residual", at + 1))
-    ++with_residual;
   const bool here = cpu::panel16_supported() && !std::getenv("INGOT_CONV_PANEL16");
-  EXPECT_EQ(panel16, here ? 2u : 0u) << log;
-  EXPECT_EQ(with_residual, here ? 1u : 0u) << log;
+  EXPECT_EQ(occurrences(log, "conv_panel16"), here ? 2u : 0u) << log;
+  EXPECT_EQ(occurrences(log, "with residual"), here ? 1u : 0u) << log;
   EXPECT_LE(r.diff, 1e-5 * std::max(1.0, r.scale)) << "max abs output " << r.scale;
 }
 
