@@ -197,6 +197,22 @@ TEST(FloatIo, ValueReadInsideASubgraphIsRefused) {
       << r.status().message();
 }
 
+TEST(FloatIo, OutputThatNothingComputesIsRefusedBeforeAnyEdit) {
+  GraphBuilder b("test:float_io");
+  b.input("x", DType::kFloat32, {2});
+  const ValueId orphan = b.m.graph.intern("orphan");
+  b.m.graph.value(orphan).dtype = DType::kFloat32;
+  b.output(orphan);
+  Model m = b.m;
+  auto r = retype_float_io(m, DType::kFloat16);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.status().message().find("output 'orphan' is neither computed by a node nor a constant"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(dtype_of(m, "x"), DType::kFloat32);  // nothing edited
+  EXPECT_TRUE(m.graph.nodes.empty());
+}
+
 // An output computed in half precision: the boundary Casts go and the product writes the output.
 TEST(FloatIo, HalfEngineWritesTheOutputFromItsProducer) {
   auto f = load_fixture_files("gpt2", "torchscript");
