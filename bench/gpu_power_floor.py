@@ -99,7 +99,8 @@ def workloads(names):
     big_c = torch.empty(8192, 8192, device="cuda", dtype=torch.half)
     table = {
         "big": (lambda: [torch.mm(big_a, big_b, out=big_c) for _ in range(4)], 4 * 2 * 8192**3),
-        "bert32": (lambda: [op(l) for l in w for op in (qkv, out, ffn1, ffn2)], len(w) * sum(flop.values())),
+        "bert32": (lambda: [op(l) for l in w for op in (qkv, out, ffn1, ffn2)],
+                   len(w) * (flop["qkv"] + flop["out"] + flop["ffn1"] + flop["ffn2"])),
     }
     h_alone = torch._addmm_activation(w[0]["b1"], x, w[0]["w1"], use_gelu=True)  # what FFN 2 alone reads
 

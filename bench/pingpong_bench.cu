@@ -1,32 +1,29 @@
-// A ping-pong product of ingot's own against the engine's cuBLASLt call
-// (lt_gemm) at BERT-base's batch-32 shapes, at the full clock and back to back
-// at the board's power limit. A prototype, not in the engine: developer session
-// 44 (docs/PERFORMANCE.md) asked whether hiding each tile's epilogue under the
-// next tile's products saves the energy that cuBLASLt's K = 768 products spend
-// beyond its K = 3072 one (1.19-1.32 against 1.07-1.21 pJ a FLOP back to back);
-// it cannot say yet, because this kernel's products run at 0.84-0.95x of
-// nvjet's (see the kernel's notes).
+// A ping-pong product of ingot's own against the engine's cuBLASLt call (lt_gemm) at BERT-base's
+// batch-32 shapes, at the full clock and back to back at the board's power limit. A prototype, not
+// in the engine: developer session 44 (docs/PERFORMANCE.md) asked whether hiding each tile's
+// epilogue under the next tile's products saves the energy that cuBLASLt's K = 768 products spend
+// beyond its K = 3072 one (1.19-1.45 against 1.07-1.21 pJ a FLOP back to back); it cannot say yet,
+// because this kernel runs at 0.81-0.95x of nvjet's speed (see the kernel's notes).
 //
-//   out = act(A·W + bias)   A [M, K], W [K, N] as the graph stores it, float16,
-//   fp32 accumulation;
-//                           act: none or GELU's tanh form (tanh.approx:
-//                           relative error ~2^-11)
+//   out = act(A·W + bias)   A [M, K], W [K, N] as the graph stores it, float16, fp32
+//                           accumulation; act: none or GELU's tanh form (tanh.approx, relative
+//                           error ~2^-11)
 //
-// Each variant's output is checked against cuBLASLt's (within 2 float16 ulps of
-// the larger, the output poisoned with NaN first) and on sampled rows against a
-// float64 reference. Timing, the two alternating over the rounds: full clock,
-// CUDA graphs of 10 launches, median of 100 replays (chain_us); sustained, a
-// graph of 20 launches replayed back to back for --seconds after a second of
-// the same: µs and mJ a launch (the board's energy counter, NVML; coarse: two
-// kernels' energies are comparable only when far apart) and the median SM clock
-// (ingot bench's clock monitor).
+// Each variant's output is checked against cuBLASLt's (within 2 float16 ulps of the larger, the
+// output poisoned with NaN first) and on sampled rows against a float64 reference. Timing, the two
+// alternating over the rounds: full clock, CUDA graphs of 10 launches, median of 100 replays
+// (chain_us); sustained, a graph of 20 launches replayed back to back for --seconds after a second
+// of the same: µs and mJ a launch (the board's energy counter, NVML; coarse: two kernels' energies
+// compare only when far apart) and the median SM clock (ingot bench's clock monitor).
 //
-// Built for sm_90a (wgmma, setmaxnreg), linked with libingot (lt_gemm). On the
-// GPU machine:
-//   pingpong_bench [SHAPE] [--rows M] [--seconds S] [--rounds R]
-//   SHAPE: ffn1 (GELU), ffn1_nogelu, qkv, out, ffn2 (all by default); every
-//   variant of the kernel (clusters of 1 and 2, half and full staging); exits 1
-//   when an output is wrong
+// Built for sm_90a (wgmma, setmaxnreg), linked with libingot (lt_gemm). On the GPU machine:
+//   pingpong_bench [SHAPE] [--rows M] [--seconds S] [--rounds R] [--variant V] [--mode 0|1|2]
+//                  [--lsu-store]
+//   SHAPE: ffn1 (GELU), ffn1_nogelu, qkv, out, ffn2 (all by default); V: 0-3, the kernel's variants
+//   (clusters of 1 and 2, full and half staging; all by default); --mode 1 times the kernel without
+//   its output's stores, 2 without its epilogue (timing aids: outputs checked in mode 0 first);
+//   --lsu-store: the output by 16-byte shared loads and global stores instead of bulk tensor
+//   stores. Exits 1 when an output is wrong.
 #include <cublasLt.h>
 #include <cuda.h>
 #include <cuda_fp16.h>
@@ -55,38 +52,34 @@ namespace {
 using namespace ingot::bench;
 using namespace ingot::cuda;
 
-// The kernel: persistent, one CTA a multiprocessor at most, warp-specialized,
-// 128 x 128 tiles taken in turn by two consumer warpgroups.
+// The kernel: persistent, one CTA a multiprocessor at most, warp-specialized, 128 x 128 tiles
+// taken in turn by two consumer warpgroups.
 //
-//   warpgroup 0, one thread: the copy engine's tensor copies of A's [128 x 64]
-//   box and W's two
-//       [64 x 64] boxes a K step into kStages 128-byte-swizzled stages (A
-//       evict-first, W evict-last in L2), tile after tile of the CTA's (tiles
-//       blockIdx.x, + gridDim.x, ...);
-//   warpgroups 1 and 2: the CTA's even and odd tiles, a whole tile each (two
-//   wgmma m64n128k16 a
-//       16 of K: rows 0-63 and 64-127, 128 accumulators a thread), then the
-//       tile's epilogue: bias, activation, one rounding, stmatrix into the
-//       warpgroup's own staging boxes, bulk tensor stores. The stages go round
-//       in tile order, so while one warpgroup runs its epilogue the other's
-//       tile is already in the tensor cores (CUTLASS calls the scheme
-//       ping-pong; its cooperative kernels, like cuBLASLt's nvjet ones, run a
-//       tile on both warpgroups and leave the tensor cores idle during the
-//       epilogue).
-// What session 44 measured (H200, K = 768 shapes, against nvjet at the full
-// clock): 0.86x (FFN 1 without GELU) to 0.95x (QKV) with clusters of 1 and half
-// staging, the best variant; 0.85x with GELU. Nsight Compute (an earlier
-// variant, FFN 1 without GELU): tensor pipe active 65 % of the cycles, L2 at 59
-// % of its peak, 277 MB through it; the consumers' stalls split between waiting
-// for their turn (the other warpgroup's products: as designed) and waiting for
-// full stages. A 128 x 128 tile per warpgroup moves 32 KB from L2 a K step (15
-// KB a MFLOP): at the tensor cores' rate that is more than L2 delivers, and a
-// warpgroup's 168 registers cannot hold a wider tile's accumulators (128 x 192
-// spilled). W multicast across a cluster of 2 (24 KB a step, as nvjet's 2x1
-// clusters) was slower still: a stage is refilled only once both CTAs'
-// consumers have handed it back. Still to try: the ordering of the warpgroups'
-// turns (CUTLASS also orders their epilogues), stages of 32 of K, and the
-// epilogue's cost alone (a variant without stores).
+//   warpgroup 0, one thread: the copy engine's tensor copies of A's [128 x 64] box and W's two
+//       [64 x 64] boxes a K step into kStages 128-byte-swizzled stages (A evict-first, W
+//       evict-last in L2), tile after tile of the CTA's (tiles blockIdx.x, + gridDim.x, ...);
+//   warpgroups 1 and 2: the CTA's even and odd tiles, a whole tile each (two wgmma m64n128k16 a 16
+//       of K: rows 0-63 and 64-127, 128 accumulators a thread), then the tile's epilogue: bias,
+//       activation, one rounding, stmatrix into the warpgroup's own staging boxes, bulk tensor
+//       stores. The stages go round in tile order, so while one warpgroup runs its epilogue the
+//       other's tile is already in the tensor cores (CUTLASS calls the scheme ping-pong; its
+//       cooperative kernels, like cuBLASLt's nvjet ones, run a tile on both warpgroups and leave
+//       the tensor cores idle during the epilogue).
+//
+// What session 44 measured (H200, K = 768; nvjet's time over this kernel's at the full clock, where
+// back to back at the power limit this kernel took 1.10-1.16x nvjet's time): the best variant,
+// clusters of 1 with half staging, 0.86x at FFN 1 without GELU, 0.85-0.89x with it, 0.95x at QKV. Where the time goes
+// (FFN 1 without GELU, one run): 36.6 us as built, 31.6 without the output's stores, 30.3 without
+// any epilogue (nvjet's whole product: 29.7). So the products alone keep nvjet's pace, and what
+// is not hidden is the stores: 25 MB of output through L2 beside the other warpgroup's operand
+// reads, 32 KB from L2 a K step for a 128 x 128 tile (15 KB a MFLOP). Nsight Compute (an earlier
+// variant): tensor pipe active 65 % of the cycles, L2 at 59 % of its peak; the consumers wait
+// for their turn (as designed) and for full stages. Storing by ld.shared / st.global instead of
+// bulk tensor stores: no better. W multicast across a cluster of 2 (24 KB a step, as nvjet's 2x1
+// clusters): slower (a stage is refilled only once both CTAs' consumers have handed it back, and
+// the two CTAs' turns drift apart). A wider tile per warpgroup does not fit its registers (the
+// kernel's 168-register launch bound: 128 x 192 spilled). Next: multicast with the clusters'
+// turns kept in step, or A shared between the two warpgroups' consecutive tiles.
 enum class PingpongActivation { kNone, kGeluTanh };
 
 struct PingpongLaunch {
@@ -97,8 +90,9 @@ struct PingpongLaunch {
   int64_t M = 0, N = 0, K = 0;
   PingpongActivation activation = PingpongActivation::kNone;
   int cluster = 2;           // CTAs sharing W by multicast: 1 or 2
-  bool half_staging = true;  // six stages and the epilogue 64 rows at a time, or
-                             // five and all 128
+  bool half_staging = true;  // six stages and the epilogue 64 rows at a time, or five and all 128
+  int mode = 0;              // Params::mode
+  bool lsu_store = false;    // Params::lsu_store
   int sm_count = 0;
 };
 
@@ -119,7 +113,25 @@ static_assert(kSmemBytes<true> <= 227 * 1024 && kSmemBytes<false> <= 227 * 1024,
 struct Params {
   const void* bias;  // [N] or null
   int M, N, K;
+  int mode;        // timing aid: 0 the product, 1 without the output's stores, 2 without the epilogue
+  void* y;         // [M, N]: for lsu_store
+  bool lsu_store;  // the output from the staging boxes by 16-byte ld.shared / st.global, not bulk tensor stores
 };
+
+// Rows 64·rr .. + 63 of the tile from the staging boxes at `box0` (two 64 x 64 boxes, 128-byte
+// swizzled) to Y by the warpgroup's 128 threads, 16 bytes each a step, consecutive threads along a row.
+__device__ __forceinline__ void store_rows_lsu(const Params& p, uint32_t box0, int m0, int n0, int rr, int lt) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int idx = i * 128 + lt, ch = idx % 8, row = idx / 8 % 64, b = idx / 512;
+    const int gr = m0 + 64 * rr + row, gc = n0 + 64 * b + 8 * ch;
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(box0 + uint32_t(b) * kBoxBytes + uint32_t(row) * 128u + uint32_t((ch ^ (row & 7)) << 4)));
+    if (gr < p.M && gc < p.N) *reinterpret_cast<uint4*>(static_cast<__half*>(p.y) + size_t(gr) * p.N + gc) = v;
+  }
+}
 
 __device__ __forceinline__ float tanh_approx(float x) {
   float y;
@@ -290,17 +302,22 @@ __global__ void __launch_bounds__(kThreads, 1)
         // The epilogue, while the other warpgroup's tile runs: the staging
         // boxes are free once the stores before have read them.
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < 2 && p.mode < 2; ++h) {
         if (h == 0 || kHalf) {
           if (lt == 0) bulk_wait_read();
           asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
         }
         const uint32_t half_boxes = boxes + (kHalf ? 0u : h * kStagingBytes<kHalf> / 2);
         stage_half<T, kGelu>(h ? acc1 : acc0, bias_r, half_boxes, warp, lane);
-        if (h == 1 || kHalf) {
+        if ((h == 1 || kHalf) && p.lsu_store) {
+          asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
+          if (p.mode == 0)
+            for (int r = kHalf ? h : 0; r <= h; ++r)
+              store_rows_lsu(p, boxes + (kHalf ? 0u : r * kStagingBytes<kHalf> / 2), m0, n0, r, lt);
+        } else if (h == 1 || kHalf) {
           asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
           asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
-          if (lt == 0) {
+          if (lt == 0 && p.mode == 0) {
             for (int r = kHalf ? h : 0; r <= h; ++r)
               for (int b = 0; b < kBN / 64; ++b)
                 if (m0 + 64 * r < p.M && n0 + 64 * b < p.N)
@@ -337,7 +354,8 @@ cudaError_t launch(const PingpongLaunch& a, cudaStream_t stream) {
       !encode_tensor_map(&ty, ingot::DType::kFloat16, a.y, a.M, a.N, a.N, 64, 64, true))
     return cudaErrorInvalidValue;
   Params p{};
-  p.bias = a.bias, p.M = int(a.M), p.N = int(a.N), p.K = int(a.K);
+  p.bias = a.bias, p.M = int(a.M), p.N = int(a.N), p.K = int(a.K), p.mode = a.mode;
+  p.y = a.y, p.lsu_store = a.lsu_store;
   const int64_t cluster_tiles = ((a.M + kBM - 1) / kBM + kCluster - 1) / kCluster * ((a.N + kBN - 1) / kBN);
   cudaLaunchAttribute attrs[2];
   unsigned n = 0;
@@ -426,7 +444,14 @@ Sustained sustained(cudaStream_t s, float seconds, F launch) {
           float(r.sm_mhz_median)};
 }
 
-bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handles, float seconds, int rounds) {
+// Which variants to run and how (main's options).
+struct Options {
+  float seconds = 1.5f;
+  int rounds = 2, variant = -1, mode = 0;
+  bool lsu_store = false;
+};
+
+bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handles, const Options& o) {
   const int M = sh.M, N = sh.N, K = sh.K;
   std::mt19937 rng(unsigned(M * 7 + N * 3 + K));
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -466,10 +491,10 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
   };
   bool ok = true;
   for (const int variant : {0, 1, 2, 3}) {
+    if (o.variant >= 0 && variant != o.variant) continue;
     const int cluster = 1 + variant % 2;
-    pp.cluster = cluster, pp.half_staging = variant / 2;
-    CK(cudaMemset(mine, 0xFF,
-                  size_t(M) * N * 2));  // NaN: an unwritten element fails the check
+    pp.cluster = cluster, pp.half_staging = variant / 2, pp.mode = 0, pp.lsu_store = o.lsu_store;
+    CK(cudaMemset(mine, 0xFF, size_t(M) * N * 2));  // NaN: an unwritten element fails the check
     own();
     CK(cudaGetLastError());
     CK(cudaStreamSynchronize(s));
@@ -489,13 +514,14 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
       }
     const double flop = 2.0 * M * N * K;
     printf(
-        "%-11s %5dx%5dx%5d cluster %d %s staging: max |own - cuBLASLt| %.3g "
+        "%-11s %5dx%5dx%5d variant %d (cluster %d, %s staging), mode %d: max |own - cuBLASLt| %.3g "
         "(%zu beyond 2 ulps); vs float64 own %.3g, cuBLASLt %.3g%s\n",
-        sh.name, M, N, K, cluster, pp.half_staging ? "half" : "full", worst, bad, err_own, err_lt,
+        sh.name, M, N, K, variant, cluster, pp.half_staging ? "half" : "full", o.mode, worst, bad, err_own, err_lt,
         bad ? "  WRONG" : "");
-    for (int round = 0; round < rounds; ++round) {
+    pp.mode = o.mode;
+    for (int round = 0; round < o.rounds; ++round) {
       const float lt_us = chain_us(s, 10, baseline), own_us = chain_us(s, 10, own);
-      const Sustained lt = sustained(s, seconds, baseline), mine_s = sustained(s, seconds, own);
+      const Sustained lt = sustained(s, o.seconds, baseline), mine_s = sustained(s, o.seconds, own);
       printf(
           "  round %d  full clock: cuBLASLt %6.2f us (%3.0f TF/s)  own "
           "%6.2f us (%3.0f TF/s) %.3fx | back to back: "
@@ -515,16 +541,22 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);  // lines survive a timeout's kill
   const char* only = nullptr;
-  int rows = 4096, rounds = 2;
-  float seconds = 1.5f;
+  int rows = 4096;
+  Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--rows" && i + 1 < argc)
       rows = std::atoi(argv[++i]);
     else if (a == "--seconds" && i + 1 < argc)
-      seconds = float(std::atof(argv[++i]));
+      o.seconds = float(std::atof(argv[++i]));
     else if (a == "--rounds" && i + 1 < argc)
-      rounds = std::atoi(argv[++i]);
+      o.rounds = std::atoi(argv[++i]);
+    else if (a == "--variant" && i + 1 < argc)
+      o.variant = std::atoi(argv[++i]);
+    else if (a == "--lsu-store")
+      o.lsu_store = true;
+    else if (a == "--mode" && i + 1 < argc)
+      o.mode = std::atoi(argv[++i]);
     else
       only = argv[i];
   }
@@ -548,6 +580,6 @@ int main(int argc, char** argv) {
   };
   bool ok = true;
   for (const Shape& sh : shapes)
-    if (!only || std::string(only) == sh.name) ok &= run_shape(sh, s, handles, seconds, rounds);
+    if (!only || std::string(only) == sh.name) ok &= run_shape(sh, s, handles, o);
   return ok ? 0 : 1;
 }
