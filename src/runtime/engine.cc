@@ -433,6 +433,30 @@ Expected<std::vector<ValueMeta>> Engine::infer_shapes(const std::map<std::string
   return r;
 }
 
+std::shared_ptr<const MemoryPlan> Engine::plan_for_shapes(const std::vector<Tensor>& inputs) const {
+  if (!opts_.plan_each_shape || device_) return nullptr;
+  std::vector<Shape> key;
+  for (const Tensor& t : inputs) key.push_back(t.shape());
+  std::lock_guard<std::mutex> lock(shape_plans_mu_);
+  if (auto it = shape_plans_.find(key); it != shape_plans_.end()) return it->second;
+  if (shape_plans_.size() >= kMaxShapePlans) return nullptr;
+  std::map<std::string, Shape> shapes;
+  for (size_t i = 0; i < inputs_.size() && i < key.size(); ++i) shapes[inputs_[i].name] = key[i];
+  std::shared_ptr<const MemoryPlan> plan;
+  if (auto metas = infer_shapes(shapes)) {
+    std::vector<int64_t> bytes(metas->size(), -1);
+    for (size_t v = 0; v < metas->size(); ++v) {
+      const ValueMeta& m = (*metas)[v];
+      if (m.known && !m.dynamic) bytes[v] = shape_numel(m.shape) * int64_t(dtype_size(m.dtype));
+    }
+    auto p = std::make_shared<MemoryPlan>(plan_memory(executor_->plan_input(bytes)));
+    if (p->arena_bytes > 0) plan = std::move(p);
+  }
+  // A shape that cannot be planned is remembered too, so it is not inferred again at every run.
+  shape_plans_.emplace(std::move(key), plan);
+  return plan;
+}
+
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
   if (const DeviceExecutor* d = engine_->device()) {
     auto c = d->create_context();
@@ -440,13 +464,21 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engin
     else device_error_ = c.status().with_context(engine_->model_.path + ": ");
     return;
   }
-  if (const MemoryPlan* plan = engine_->memory_plan(); plan && plan->arena_bytes > 0) {
-    // Without the memory (host_memory.h) the context runs with per-op buffers, each of which
-    // checks again, so a run at a smaller shape still works and a large one fails with an error.
-    size_t bytes = (size_t(plan->arena_bytes) + 63) / 64 * 64;
-    if (host_memory_available(bytes)) arena_.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
-    if (arena_) arena_bytes_ = plan->arena_bytes;
-  }
+  if (const MemoryPlan* plan = engine_->memory_plan()) arena_holds(plan->arena_bytes);
+}
+
+bool ExecutionContext::arena_holds(int64_t bytes) {
+  if (bytes <= 0) return false;
+  if (bytes <= arena_bytes_) return true;
+  // Without the memory (host_memory.h) the context runs with per-op buffers, each of which
+  // checks again, so a run at a smaller shape still works and a large one fails with an error.
+  const size_t rounded = (size_t(bytes) + 63) / 64 * 64;
+  if (!host_memory_available(rounded)) return false;
+  std::byte* grown = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+  if (!grown) return false;
+  arena_.reset(grown);
+  arena_bytes_ = bytes;
+  return true;
 }
 
 Status Engine::tune(const std::map<std::string, Tensor>& inputs) {
@@ -519,8 +551,11 @@ Expected<std::vector<NamedTensor>> ExecutionContext::run(const std::map<std::str
     if (!device_) return device_error_;
     outs = device_->run(ordered);
   } else {
-    const MemoryPlan* plan = arena_ ? e.memory_plan() : nullptr;
-    outs = e.executor_->run(ordered, nullptr, plan, arena_.get());
+    std::shared_ptr<const MemoryPlan> shaped;
+    const MemoryPlan* plan = e.memory_plan();
+    if (!plan) plan = (shaped = e.plan_for_shapes(ordered)).get();
+    if (plan && !arena_holds(plan->arena_bytes)) plan = nullptr;
+    outs = e.executor_->run(ordered, nullptr, plan, plan ? arena_.get() : nullptr);
   }
   if (!outs) return outs.status().with_context(e.model_.path + ": ");
   std::vector<NamedTensor> named;

@@ -25,16 +25,19 @@ std::string describe_outputs(const std::vector<OutputMeta>& outs) {
 }
 
 // INGOT_CPU_PROFILE=1: wall time per op type over every top-level run, printed at exit (the CPU
-// counterpart of INGOT_CUDA_PROFILE). Nodes of subgraphs count inside their If/Loop node too.
+// counterpart of INGOT_CUDA_PROFILE); INGOT_CPU_PROFILE=nodes: per node instead (its op type, name
+// and first output's shape: which layer of a model is slow). Nodes of subgraphs count inside their
+// If/Loop node too.
 class CpuProfile {
  public:
   static CpuProfile* active() {
     static CpuProfile* p = [] {
       const char* e = std::getenv("INGOT_CPU_PROFILE");
-      return e && *e && std::string(e) != "0" ? new CpuProfile : nullptr;
+      return e && *e && std::string(e) != "0" ? new CpuProfile(std::string(e) == "nodes") : nullptr;
     }();
     return p;
   }
+  bool per_node() const { return per_node_; }
   void add(const std::string& op, double ms) {
     std::lock_guard<std::mutex> lock(mu_);
     auto& t = ops_[op];
@@ -47,7 +50,7 @@ class CpuProfile {
   }
 
  private:
-  CpuProfile() { std::atexit([] { active()->print(); }); }
+  explicit CpuProfile(bool per_node) : per_node_(per_node) { std::atexit([] { active()->print(); }); }
   void print() {
     std::lock_guard<std::mutex> lock(mu_);
     if (runs_ == 0) return;
@@ -56,12 +59,14 @@ class CpuProfile {
     double total = 0;
     for (const auto& r : rows) total += r.second.first;
     std::fprintf(stderr, "ingot: CPU profile over %lld run(s) (all shapes together):\n", static_cast<long long>(runs_));
-    std::fprintf(stderr, "  %-28s %9s %12s %12s %7s\n", "op", "per run", "ms per run", "us each", "share");
+    std::fprintf(stderr, "  %-28s %9s %12s %12s %7s\n", per_node_ ? "node" : "op", "per run", "ms per run", "us each",
+                 "share");
     for (const auto& [op, t] : rows)
       std::fprintf(stderr, "  %-28s %9.1f %12.4f %12.2f %6.1f%%\n", op.c_str(), double(t.second) / double(runs_),
                    t.first / double(runs_), 1000.0 * t.first / double(t.second), 100.0 * t.first / total);
     std::fprintf(stderr, "  %-28s %9s %12.4f\n", "total", "", total / double(runs_));
   }
+  const bool per_node_;
   std::mutex mu_;
   std::map<std::string, std::pair<double, int64_t>> ops_;
   int64_t runs_ = 0;
@@ -309,9 +314,14 @@ Expected<std::vector<Tensor>> GraphExecutor::run(const std::vector<Tensor>& inpu
     auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     INGOT_RETURN_IF_ERROR(run_node(pos, env, outer, plan, arena));
     if (profile) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       const Node& n = graph_.nodes[size_t(order_[pos])];
-      profile->add((n.domain.empty() ? "" : n.domain + ".") + n.op_type,
-                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      std::string key = (n.domain.empty() ? "" : n.domain + ".") + n.op_type;
+      if (profile->per_node()) {
+        const Tensor* out = n.outputs.empty() || n.outputs[0] == kNoValue ? nullptr : &env[size_t(n.outputs[0])];
+        key += " " + n.name + (out && out->defined() ? " " + shape_str(out->shape()) : "");
+      }
+      profile->add(key, ms);
     }
     for (ValueId v : frees_[pos]) env[size_t(v)] = Tensor();
   }

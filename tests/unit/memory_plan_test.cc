@@ -1,5 +1,6 @@
 // The static memory plan: lifetimes that do not overlap share bytes, views share their source's
-// buffer, graph inputs/outputs stay out of the arena; contexts run concurrently.
+// buffer, graph inputs/outputs stay out of the arena; contexts run concurrently; an engine without
+// a profile plans each input shape it runs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -90,9 +91,8 @@ TEST(MemoryPlan, InPlaceOnlyWhenTheInputDiesThere) {
   EXPECT_NE(q.offset[size_t(c.g.find("v2"))], q.offset[size_t(c.g.find("v1"))]);
 }
 
-TEST(MemoryPlan, InPlaceEngineMatchesHeapRun) {
-  // Relu -> Sigmoid -> Tanh -> Neg on a profile: the chain shares one arena buffer, and the
-  // results equal an unplanned run's.
+// x [n, 64] -> Relu -> Sigmoid -> Tanh -> Neg -> Abs -> y, n dynamic.
+Model elementwise_chain() {
   Model m;
   m.path = "test:inplace";
   m.ir_version = 8;
@@ -115,6 +115,18 @@ TEST(MemoryPlan, InPlaceEngineMatchesHeapRun) {
     prev = out;
   }
   g.outputs.push_back(prev);
+  return m;
+}
+
+Tensor chain_input(int64_t n) {
+  Tensor in(DType::kFloat32, {n, 64});
+  for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = float(i % 17) / 4.0f - 2.0f;
+  return in;
+}
+
+TEST(MemoryPlan, InPlaceEngineMatchesHeapRun) {
+  // The chain on a profile: t0..t3 share one arena buffer, and the results equal an unplanned run's.
+  Model m = elementwise_chain();
   EngineOptions eo;
   eo.disabled_passes = {"fuse_elementwise"};  // which would make the chain one node
   Profile pr;
@@ -129,14 +141,66 @@ TEST(MemoryPlan, InPlaceEngineMatchesHeapRun) {
   EXPECT_EQ(plan->arena_bytes, 8 * 64 * 4) << "t0..t3 share one buffer";
   EngineOptions unplanned;
   unplanned.disabled_passes = eo.disabled_passes;
+  unplanned.plan_each_shape = false;
   auto heap = Engine::from_model(m, unplanned);
   ASSERT_TRUE(heap.has_value());
-  Tensor in(DType::kFloat32, {5, 64});
-  for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = float(i % 17) / 4.0f - 2.0f;
+  Tensor in = chain_input(5);
   auto a = (*planned)->create_context()->run({{"x", in}});
   auto b = (*heap)->create_context()->run({{"x", in}});
   ASSERT_TRUE(a.has_value() && b.has_value());
   ASSERT_EQ(0, std::memcmp((*a)[0].tensor.raw(), (*b)[0].tensor.raw(), (*a)[0].tensor.nbytes()));
+}
+
+TEST(MemoryPlan, EngineWithoutProfilePlansEachShape) {
+  // No profile, a dynamic input: each shape's first run plans it, the context's arena grows to the
+  // largest, and every run equals a heap run's, shapes alternating.
+  Model m = elementwise_chain();
+  EngineOptions eo;
+  eo.disabled_passes = {"fuse_elementwise"};
+  auto planned = Engine::from_model(m, eo);
+  eo.plan_each_shape = false;
+  auto heap = Engine::from_model(m, eo);
+  ASSERT_TRUE(planned.has_value() && heap.has_value());
+  EXPECT_EQ((*planned)->memory_plan(), nullptr);
+  auto ctx = (*planned)->create_context();
+  auto heap_ctx = (*heap)->create_context();
+  EXPECT_EQ(ctx->arena_bytes(), 0);
+  const int64_t rows[] = {5, 9, 5, 1, 9}, arena_rows[] = {5, 9, 9, 9, 9};
+  for (int r = 0; r < 5; ++r) {
+    const int64_t n = rows[r];
+    Tensor in = chain_input(n);
+    auto a = ctx->run({{"x", in}});
+    auto b = heap_ctx->run({{"x", in}});
+    ASSERT_TRUE(a.has_value() && b.has_value()) << n;
+    ASSERT_EQ((*a)[0].tensor.shape(), (Shape{n, 64}));
+    EXPECT_EQ(0, std::memcmp((*a)[0].tensor.raw(), (*b)[0].tensor.raw(), (*a)[0].tensor.nbytes())) << "n=" << n;
+    EXPECT_EQ(ctx->arena_bytes(), arena_rows[r] * 64 * 4) << "t0..t3 share one buffer; run " << r;
+  }
+  EXPECT_EQ(heap_ctx->arena_bytes(), 0);
+}
+
+TEST(MemoryPlan, ShapesPastThePlanCacheRunOnTheHeap) {
+  // More distinct shapes than the engine keeps plans for: the later ones run on per-value
+  // buffers, and every output is still right.
+  Model m = elementwise_chain();
+  EngineOptions eo;
+  eo.disabled_passes = {"fuse_elementwise"};
+  auto planned = Engine::from_model(m, eo);
+  eo.plan_each_shape = false;
+  auto heap = Engine::from_model(m, eo);
+  ASSERT_TRUE(planned.has_value() && heap.has_value());
+  auto ctx = (*planned)->create_context();
+  auto heap_ctx = (*heap)->create_context();
+  const int64_t shapes = int64_t(Engine::kMaxShapePlans) + 6;
+  for (int64_t n = 1; n <= shapes; ++n) {
+    Tensor in = chain_input(n);
+    auto a = ctx->run({{"x", in}});
+    auto b = heap_ctx->run({{"x", in}});
+    ASSERT_TRUE(a.has_value() && b.has_value()) << n;
+    ASSERT_EQ(0, std::memcmp((*a)[0].tensor.raw(), (*b)[0].tensor.raw(), (*a)[0].tensor.nbytes())) << "n=" << n;
+  }
+  // The arena was sized by the last shape that got a plan.
+  EXPECT_EQ(ctx->arena_bytes(), int64_t(Engine::kMaxShapePlans) * 64 * 4);
 }
 
 TEST(MemoryPlan, UnknownSizesStayOnTheHeap) {

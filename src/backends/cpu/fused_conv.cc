@@ -384,7 +384,10 @@ class FusedConvKernel : public OpKernel {
       }
     }
     if (std::getenv("INGOT_FUSED_CONV_VERBOSE"))
-      std::fprintf(stderr, "ingot.FusedConv %s: %s\n", key_of({xd, wd}).c_str(), p->impl.c_str());
+      std::fprintf(stderr, "ingot.FusedConv %s: %s (x %s, y %s%s; reorders:%s%s%s)\n", key_of({xd, wd}).c_str(),
+                   p->impl.c_str(), x_cl_ ? "nhwc" : "nchw", y_cl_ ? "nhwc" : "nchw",
+                   fuse_z ? (z_cl_ ? ", z nhwc" : ", z nchw") : "", p->src_in ? " x" : "", p->dst_out ? " y" : "",
+                   p->z_in ? " z" : "");
     return p;
   }
 
