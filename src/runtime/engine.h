@@ -46,7 +46,8 @@ struct EngineOptions {
   // model with dynamic inputs runs any shape, without a static memory plan.
   std::vector<Profile> profiles;
   // cpu without a static plan: plan each input shape's memory at its first run and keep an arena
-  // per context (Engine::plan_for_shapes); false: a heap buffer per value at every run.
+  // per context (Engine::plan_for_shapes); false (or INGOT_PLAN_EACH_SHAPE=0): a heap buffer per
+  // value at every run.
   bool plan_each_shape = true;
   // Extra input shapes the optimizer must keep the graph correct for (tests, tools).
   std::vector<std::map<std::string, Shape>> shape_bindings;
