@@ -118,7 +118,7 @@ int run_build(const BuildOptions& o) {
   std::cout << "model:      " << o.model << "\n";
   std::cout << "nodes:      " << nodes_before << " -> " << e.model().graph.nodes.size() << " after optimization\n";
   if (e.profiles().empty()) {
-    std::cout << "profiles:   none (static input shapes)\n";
+    std::cout << "profiles:   none (" << (e.memory_plan() ? "static input shapes" : kDynamicWithoutProfile) << ")\n";
   } else {
     std::cout << "profiles:   " << describe_profiles(e.profiles()) << "\n";
   }

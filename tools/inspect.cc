@@ -114,7 +114,10 @@ void print_engine(std::ostream& out, const nlohmann::json& man) {
   if (man.contains("profiles")) {
     auto profiles = profiles_from_json(man["profiles"]);
     out << "profiles    "
-        << (!profiles ? json_text(man["profiles"]) : profiles->empty() ? "none (static input shapes)" : describe_profiles(*profiles))
+        << (!profiles                  ? json_text(man["profiles"])
+            : !profiles->empty()         ? describe_profiles(*profiles)
+            : man.contains("arena_bytes") ? std::string("none (static input shapes)")
+                                          : std::string("none (") + kDynamicWithoutProfile + ")")
         << "\n";
   }
   if (man.contains("weight_bytes")) out << "weights     " << human_bytes(man["weight_bytes"].get<double>()) << "\n";

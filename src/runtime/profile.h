@@ -30,5 +30,7 @@ Expected<std::vector<Profile>> profiles_from_json(const nlohmann::json& j);
 nlohmann::json profiles_to_json(const std::vector<Profile>& profiles);
 // "input_ids: 1x1 .. 8x512" lines for messages.
 std::string describe_profiles(const std::vector<Profile>& profiles);
+// What an engine without profiles whose inputs have dynamic dims serves (build, inspect).
+constexpr const char* kDynamicWithoutProfile = "dynamic input shapes: any runs, its memory planned at its first run";
 
 }  // namespace ingot

@@ -139,6 +139,12 @@ PY
   build_and_run_engine)
     expect_ok "engine:" -- build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --min-shapes x:1x4 --opt-shapes x:2x4 --max-shapes x:8x4
     expect_ok "output 'y'  float32  [2x8]" -- run "$TMP/mlp.ingot" --shapes x:2x4 ;;
+  build_dynamic_without_profile)
+    # No profile and a dynamic batch: the engine says so, and runs two shapes (each planned at its first run).
+    expect_ok "profiles:   none (dynamic input shapes" -- build "$M/mlp.onnx" -o "$TMP/mlp.ingot"
+    expect_ok "profiles    none (dynamic input shapes" -- inspect "$TMP/mlp.ingot"
+    expect_ok "output 'y'  float32  [3x8]" -- run "$TMP/mlp.ingot" --shapes x:3x4
+    expect_ok "output 'y'  float32  [5x8]" -- run "$TMP/mlp.ingot" --shapes x:5x4 ;;
   build_float16_io)
     expect_ok "float16 io: inputs x (float32 in the model)" "float16 io: outputs y (float32 in the model)" -- \
       build "$M/mlp.onnx" -o "$TMP/mlp16.ingot" --min-shapes x:1x4 --max-shapes x:8x4 --io-precision fp16
