@@ -443,7 +443,9 @@ std::shared_ptr<const MemoryPlan> Engine::plan_for_shapes(const std::vector<Tens
   for (const Tensor& t : inputs) key.push_back(t.shape());
   std::lock_guard<std::mutex> lock(shape_plans_mu_);
   if (auto it = shape_plans_.find(key); it != shape_plans_.end()) return it->second;
-  if (shape_plans_.size() >= kMaxShapePlans) return nullptr;
+  // Past the cap, the largest plan kept: a slot that is too small for a value at this shape sends
+  // that value to the heap (ComputeContext::output), as a static plan does below its max shapes.
+  if (shape_plans_.size() >= kMaxShapePlans) return largest_shape_plan_;
   std::map<std::string, Shape> shapes;
   for (size_t i = 0; i < inputs_.size() && i < key.size(); ++i) shapes[inputs_[i].name] = key[i];
   std::shared_ptr<const MemoryPlan> plan;
@@ -458,6 +460,7 @@ std::shared_ptr<const MemoryPlan> Engine::plan_for_shapes(const std::vector<Tens
   }
   // A shape that cannot be planned is remembered too, so it is not inferred again at every run.
   shape_plans_.emplace(std::move(key), plan);
+  if (plan && (!largest_shape_plan_ || plan->arena_bytes > largest_shape_plan_->arena_bytes)) largest_shape_plan_ = plan;
   return plan;
 }
 

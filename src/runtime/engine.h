@@ -94,8 +94,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // For a cpu engine without a static plan: a plan for exactly these input shapes (ordered as
   // inputs()), made at the first run of each and kept, so that contexts run on an arena instead
   // of a heap buffer per value. Fresh buffers of a few MB cost their page faults again at every
-  // run: ResNet-50 b1 spent ~5 ms of ~57 on them (developer session 44). Null when the shapes
-  // cannot be planned (nothing of known size to place) or kMaxShapePlans shapes are kept already.
+  // run: ResNet-50 b1 spent ~5 ms of ~57 on them (developer session 44). Past kMaxShapePlans
+  // shapes, the largest plan kept (values too large for their slot go to the heap). Null when the
+  // shapes cannot be planned (nothing of known size to place).
   std::shared_ptr<const MemoryPlan> plan_for_shapes(const std::vector<Tensor>& inputs) const;
   static constexpr size_t kMaxShapePlans = 64;
   int64_t weight_bytes() const;
@@ -138,6 +139,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::optional<MemoryPlan> plan_;
   mutable std::mutex shape_plans_mu_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<const MemoryPlan>> shape_plans_;
+  mutable std::shared_ptr<const MemoryPlan> largest_shape_plan_;
   std::vector<IoInfo> inputs_, outputs_;
   std::unique_ptr<GraphExecutor> executor_;  // cpu: runs the graph; other devices: shape inference
   std::unique_ptr<DeviceExecutor> device_;

@@ -179,9 +179,10 @@ TEST(MemoryPlan, EngineWithoutProfilePlansEachShape) {
   EXPECT_EQ(heap_ctx->arena_bytes(), 0);
 }
 
-TEST(MemoryPlan, ShapesPastThePlanCacheRunOnTheHeap) {
-  // More distinct shapes than the engine keeps plans for: the later ones run on per-value
-  // buffers, and every output is still right.
+TEST(MemoryPlan, ShapesPastThePlanCacheShareTheLargestPlan) {
+  // More distinct shapes than the engine keeps plans for: the later ones run on the largest plan
+  // kept, its slots taking the values that fit (all of them here: the later shapes are smaller),
+  // and every output is still right.
   Model m = elementwise_chain();
   EngineOptions eo;
   eo.disabled_passes = {"fuse_elementwise"};
@@ -191,16 +192,19 @@ TEST(MemoryPlan, ShapesPastThePlanCacheRunOnTheHeap) {
   ASSERT_TRUE(planned.has_value() && heap.has_value());
   auto ctx = (*planned)->create_context();
   auto heap_ctx = (*heap)->create_context();
-  const int64_t shapes = int64_t(Engine::kMaxShapePlans) + 6;
-  for (int64_t n = 1; n <= shapes; ++n) {
+  const int64_t kept = int64_t(Engine::kMaxShapePlans), first = 7, largest = first + kept - 1;
+  std::vector<int64_t> rows;
+  for (int64_t n = largest; n >= first; --n) rows.push_back(n);  // planned, the largest first
+  for (int64_t n = 1; n < first; ++n) rows.push_back(n);         // past the cap
+  rows.push_back(largest + 5);                                   // past the cap and larger: the heap
+  for (int64_t n : rows) {
     Tensor in = chain_input(n);
     auto a = ctx->run({{"x", in}});
     auto b = heap_ctx->run({{"x", in}});
     ASSERT_TRUE(a.has_value() && b.has_value()) << n;
     ASSERT_EQ(0, std::memcmp((*a)[0].tensor.raw(), (*b)[0].tensor.raw(), (*a)[0].tensor.nbytes())) << "n=" << n;
+    EXPECT_EQ(ctx->arena_bytes(), largest * 64 * 4) << "n=" << n;
   }
-  // The arena was sized by the last shape that got a plan.
-  EXPECT_EQ(ctx->arena_bytes(), int64_t(Engine::kMaxShapePlans) * 64 * 4);
 }
 
 TEST(MemoryPlan, UnknownSizesStayOnTheHeap) {
