@@ -39,19 +39,26 @@ inline std::vector<float> replay_times_us(cudaGraphExec_t exec, cudaStream_t s, 
   return t;
 }
 
-// `launch` captured `reps` times into one graph: the median of 100 replays (after 5), in
-// microseconds a launch.
+// `launch` captured `reps` times on `s` into one graph, instantiated (the caller destroys it).
 template <class F>
-float chain_us(cudaStream_t s, int reps, F launch) {
+cudaGraphExec_t capture_launches(cudaStream_t s, int reps, F launch) {
   cudaGraph_t g;
   cudaGraphExec_t ge;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   for (int i = 0; i < reps; ++i) launch();
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaGraphDestroy(g));
+  return ge;
+}
+
+// `launch` captured `reps` times into one graph: the median of 100 replays (after 5), in
+// microseconds a launch.
+template <class F>
+float chain_us(cudaStream_t s, int reps, F launch) {
+  cudaGraphExec_t ge = capture_launches(s, reps, launch);
   const std::vector<float> t = replay_times_us(ge, s, 5, 100, float(reps));
   CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
   return t[t.size() / 2];
 }
 

@@ -407,12 +407,7 @@ struct Sustained {
 template <class F>
 Sustained sustained(cudaStream_t s, float seconds, F launch) {
   constexpr int kReps = 20;
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < kReps; ++i) launch();
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaGraphExec_t ge = capture_launches(s, kReps, launch);
   auto run_for = [&](float sec) {
     int replays = 0;
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<float>(sec);
@@ -438,7 +433,6 @@ Sustained sustained(cudaStream_t s, float seconds, F launch) {
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
   CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
   const float launches = float(replays) * kReps;
   return {ms * 1000.f / launches, r.energy_j >= 0 ? float(r.energy_j * 1000.0 / launches) : -1.f,
           float(r.sm_mhz_median)};

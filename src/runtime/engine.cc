@@ -297,6 +297,13 @@ Status Engine::make_device_executor(const std::vector<int64_t>& max_bytes) {
   return Status::ok();
 }
 
+namespace {
+// A value's size in bytes, or -1 where shape inference could not tell it.
+int64_t value_bytes(const ValueMeta& m) {
+  return m.known && !m.dynamic ? shape_numel(m.shape) * int64_t(dtype_size(m.dtype)) : -1;
+}
+}  // namespace
+
 // Per value, its largest size in bytes over the shapes the engine serves (every profile's max,
 // or the declared shapes of a static model); -1 where unknown. Empty when shapes are unbounded.
 Expected<std::vector<int64_t>> Engine::max_value_bytes() {
@@ -321,10 +328,8 @@ Expected<std::vector<int64_t>> Engine::max_value_bytes() {
     auto metas = infer_shapes(shapes);
     if (!metas) return metas.status();
     for (size_t v = 0; v < metas->size(); ++v) {
-      const ValueMeta& m = (*metas)[v];
-      if (!m.known || m.dynamic) max_bytes[v] = -1;
-      else if (max_bytes[v] >= 0)
-        max_bytes[v] = std::max<int64_t>(max_bytes[v], shape_numel(m.shape) * int64_t(dtype_size(m.dtype)));
+      const int64_t bytes = value_bytes((*metas)[v]);
+      max_bytes[v] = bytes < 0 || max_bytes[v] < 0 ? -1 : std::max(max_bytes[v], bytes);
     }
   }
   return max_bytes;
@@ -450,11 +455,8 @@ std::shared_ptr<const MemoryPlan> Engine::plan_for_shapes(const std::vector<Tens
   for (size_t i = 0; i < inputs_.size() && i < key.size(); ++i) shapes[inputs_[i].name] = key[i];
   std::shared_ptr<const MemoryPlan> plan;
   if (auto metas = infer_shapes(shapes)) {
-    std::vector<int64_t> bytes(metas->size(), -1);
-    for (size_t v = 0; v < metas->size(); ++v) {
-      const ValueMeta& m = (*metas)[v];
-      if (m.known && !m.dynamic) bytes[v] = shape_numel(m.shape) * int64_t(dtype_size(m.dtype));
-    }
+    std::vector<int64_t> bytes;
+    for (const ValueMeta& m : *metas) bytes.push_back(value_bytes(m));
     auto p = std::make_shared<MemoryPlan>(plan_memory(executor_->plan_input(bytes)));
     if (p->arena_bytes > 0) plan = std::move(p);
   }

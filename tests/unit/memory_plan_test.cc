@@ -151,59 +151,64 @@ TEST(MemoryPlan, InPlaceEngineMatchesHeapRun) {
   ASSERT_EQ(0, std::memcmp((*a)[0].tensor.raw(), (*b)[0].tensor.raw(), (*a)[0].tensor.nbytes()));
 }
 
-TEST(MemoryPlan, EngineWithoutProfilePlansEachShape) {
-  // No profile, a dynamic input: each shape's first run plans it, the context's arena grows to the
-  // largest, and every run equals a heap run's, shapes alternating.
-  Model m = elementwise_chain();
-  EngineOptions eo;
-  eo.disabled_passes = {"fuse_elementwise"};
-  auto planned = Engine::from_model(m, eo);
-  eo.plan_each_shape = false;
-  auto heap = Engine::from_model(m, eo);
-  ASSERT_TRUE(planned.has_value() && heap.has_value());
-  EXPECT_EQ((*planned)->memory_plan(), nullptr);
-  auto ctx = (*planned)->create_context();
-  auto heap_ctx = (*heap)->create_context();
-  EXPECT_EQ(ctx->arena_bytes(), 0);
-  const int64_t rows[] = {5, 9, 5, 1, 9}, arena_rows[] = {5, 9, 9, 9, 9};
-  for (int r = 0; r < 5; ++r) {
-    const int64_t n = rows[r];
+// The chain without a profile, as two engines: one planning each shape, one on heap buffers,
+// each with a context.
+struct PlannedAndHeap {
+  std::shared_ptr<Engine> planned, heap;
+  std::unique_ptr<ExecutionContext> ctx, heap_ctx;
+  PlannedAndHeap() {
+    Model m = elementwise_chain();
+    EngineOptions eo;
+    eo.disabled_passes = {"fuse_elementwise"};
+    auto p = Engine::from_model(m, eo);
+    eo.plan_each_shape = false;
+    auto h = Engine::from_model(m, eo);
+    if (!p || !h) return;
+    planned = *p, heap = *h;
+    ctx = planned->create_context(), heap_ctx = heap->create_context();
+  }
+  // Runs both on n rows: whether the planned run gave [n, 64] bit for bit as the heap run did.
+  ::testing::AssertionResult same_output(int64_t n) {
     Tensor in = chain_input(n);
     auto a = ctx->run({{"x", in}});
     auto b = heap_ctx->run({{"x", in}});
-    ASSERT_TRUE(a.has_value() && b.has_value()) << n;
-    ASSERT_EQ((*a)[0].tensor.shape(), (Shape{n, 64}));
-    EXPECT_EQ(0, std::memcmp((*a)[0].tensor.raw(), (*b)[0].tensor.raw(), (*a)[0].tensor.nbytes())) << "n=" << n;
-    EXPECT_EQ(ctx->arena_bytes(), arena_rows[r] * 64 * 4) << "t0..t3 share one buffer; run " << r;
+    if (!a || !b) return ::testing::AssertionFailure() << "a run failed, n=" << n;
+    if ((*a)[0].tensor.shape() != Shape{n, 64}) return ::testing::AssertionFailure() << "shape, n=" << n;
+    if (std::memcmp((*a)[0].tensor.raw(), (*b)[0].tensor.raw(), (*a)[0].tensor.nbytes()) != 0)
+      return ::testing::AssertionFailure() << "outputs differ, n=" << n;
+    return ::testing::AssertionSuccess();
   }
-  EXPECT_EQ(heap_ctx->arena_bytes(), 0);
+};
+
+TEST(MemoryPlan, EngineWithoutProfilePlansEachShape) {
+  // No profile, a dynamic input: each shape's first run plans it, the context's arena grows to the
+  // largest, and every run equals a heap run's, shapes alternating.
+  PlannedAndHeap e;
+  ASSERT_TRUE(e.planned && e.heap);
+  EXPECT_EQ(e.planned->memory_plan(), nullptr);
+  EXPECT_EQ(e.ctx->arena_bytes(), 0);
+  const int64_t rows[] = {5, 9, 5, 1, 9}, arena_rows[] = {5, 9, 9, 9, 9};
+  for (int r = 0; r < 5; ++r) {
+    EXPECT_TRUE(e.same_output(rows[r]));
+    EXPECT_EQ(e.ctx->arena_bytes(), arena_rows[r] * 64 * 4) << "t0..t3 share one buffer; run " << r;
+  }
+  EXPECT_EQ(e.heap_ctx->arena_bytes(), 0);
 }
 
 TEST(MemoryPlan, ShapesPastThePlanCacheShareTheLargestPlan) {
   // More distinct shapes than the engine keeps plans for: the later ones run on the largest plan
   // kept, its slots taking the values that fit (all of them here: the later shapes are smaller),
   // and every output is still right.
-  Model m = elementwise_chain();
-  EngineOptions eo;
-  eo.disabled_passes = {"fuse_elementwise"};
-  auto planned = Engine::from_model(m, eo);
-  eo.plan_each_shape = false;
-  auto heap = Engine::from_model(m, eo);
-  ASSERT_TRUE(planned.has_value() && heap.has_value());
-  auto ctx = (*planned)->create_context();
-  auto heap_ctx = (*heap)->create_context();
+  PlannedAndHeap e;
+  ASSERT_TRUE(e.planned && e.heap);
   const int64_t kept = int64_t(Engine::kMaxShapePlans), first = 7, largest = first + kept - 1;
   std::vector<int64_t> rows;
   for (int64_t n = largest; n >= first; --n) rows.push_back(n);  // planned, the largest first
   for (int64_t n = 1; n < first; ++n) rows.push_back(n);         // past the cap
   rows.push_back(largest + 5);                                   // past the cap and larger: the heap
   for (int64_t n : rows) {
-    Tensor in = chain_input(n);
-    auto a = ctx->run({{"x", in}});
-    auto b = heap_ctx->run({{"x", in}});
-    ASSERT_TRUE(a.has_value() && b.has_value()) << n;
-    ASSERT_EQ(0, std::memcmp((*a)[0].tensor.raw(), (*b)[0].tensor.raw(), (*a)[0].tensor.nbytes())) << "n=" << n;
-    EXPECT_EQ(ctx->arena_bytes(), largest * 64 * 4) << "n=" << n;
+    ASSERT_TRUE(e.same_output(n));
+    EXPECT_EQ(e.ctx->arena_bytes(), largest * 64 * 4) << "n=" << n;
   }
 }
 
