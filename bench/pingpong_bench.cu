@@ -2,12 +2,13 @@
 // batch-32 shapes, at the full clock and back to back at the board's power limit. A prototype, not
 // in the engine: developer session 44 (docs/PERFORMANCE.md) asked whether hiding each tile's
 // epilogue under the next tile's products saves the energy that cuBLASLt's K = 768 products spend
-// beyond its K = 3072 one (1.19-1.45 against 1.07-1.21 pJ a FLOP back to back); it cannot say yet,
-// because this kernel runs at 0.81-0.95x of nvjet's speed (see the kernel's notes).
+// beyond its K = 3072 one (1.19-1.45 against 1.07-1.21 pJ a FLOP back to back). Session 46 took
+// FFN 1 with GELU from session 44's 0.81-0.89x of cuBLASLt's speed to 0.88-0.97x (see the
+// kernel's notes): not yet faster, so not in the engine.
 //
 //   out = act(A·W + bias)   A [M, K], W [K, N] as the graph stores it, float16, fp32
-//                           accumulation; act: none or GELU's tanh form (tanh.approx, relative
-//                           error ~2^-11)
+//                           accumulation; act: none or GELU's tanh form on the rounded float16
+//                           pair (tanh.approx.f16x2; within 2 float16 ulps of cuBLASLt's GELU)
 //
 // Each variant's output is checked against cuBLASLt's (within 2 float16 ulps of the larger, the
 // output poisoned with NaN first) and on sampled rows against a float64 reference. Timing, the two
@@ -18,12 +19,15 @@
 //
 // Built for sm_90a (wgmma, setmaxnreg), linked with libingot (lt_gemm). On the GPU machine:
 //   pingpong_bench [SHAPE] [--rows M] [--seconds S] [--rounds R] [--variant V] [--mode 0|1|2]
-//                  [--lsu-store]
-//   SHAPE: ffn1 (GELU), ffn1_nogelu, qkv, out, ffn2 (all by default); V: 0-3, the kernel's variants
-//   (clusters of 1 and 2, full and half staging; all by default); --mode 1 times the kernel without
-//   its output's stores, 2 without its epilogue (timing aids: outputs checked in mode 0 first);
-//   --lsu-store: the output by 16-byte shared loads and global stores instead of bulk tensor
-//   stores. Exits 1 when an output is wrong.
+//                  [--lsu-store] [--trace]
+//   SHAPE: ffn1 (GELU), ffn1_nogelu, qkv, out, ffn2 (all by default); V: 0-4, the kernel's variants
+//   (0-3: 128 wide, clusters of 1 and 2, full and half staging; 4: 192 wide, self-fed; all by
+//   default); --mode 1 times the kernel without its output's stores, 2 without its epilogue
+//   (timing aids: outputs checked in mode 0 first); --lsu-store: the output by 16-byte shared
+//   loads and global stores instead of bulk tensor stores (128 wide); --trace: before the timing,
+//   CTA 0's clock at each tile's turn, products done and epilogue done, and every CTA's start and
+//   end (%globaltimer) of one launch. --rounds 0 checks and traces without timing. Exits 1 when an
+//   output is wrong.
 #include <cublasLt.h>
 #include <cuda.h>
 #include <cuda_fp16.h>
@@ -52,16 +56,18 @@ namespace {
 using namespace ingot::bench;
 using namespace ingot::cuda;
 
-// The kernel: persistent, one CTA a multiprocessor at most, warp-specialized, 128 x 128 tiles
-// taken in turn by two consumer warpgroups.
+// The kernel: persistent, one CTA a multiprocessor at most, 128 x kBN tiles (kBN 128 or 192) taken
+// in turn by two consumer warpgroups.
 //
-//   warpgroup 0, one thread: the copy engine's tensor copies of A's [128 x 64] box and W's two
-//       [64 x 64] boxes a K step into kStages 128-byte-swizzled stages (A evict-first, W
-//       evict-last in L2), tile after tile of the CTA's (tiles blockIdx.x, + gridDim.x, ...);
-//   warpgroups 1 and 2: the CTA's even and odd tiles, a whole tile each (two wgmma m64n128k16 a 16
-//       of K: rows 0-63 and 64-127, 128 accumulators a thread), then the tile's epilogue: bias,
-//       activation, one rounding, stmatrix into the warpgroup's own staging boxes, bulk tensor
-//       stores. The stages go round in tile order, so while one warpgroup runs its epilogue the
+//   the copier (128 wide: warpgroup 0's thread 0; 192 wide: no such warpgroup, see kThreadsOf: the
+//       consumer that hands a stage back refills it, thread 0 the first kStages): the copy engine's
+//       tensor copies of A's [128 x 64] box and W's kBN / 64 [64 x 64] boxes a K step into kStages
+//       128-byte-swizzled stages (A evict-first, W evict-last in L2), tile after tile of the
+//       CTA's (tiles blockIdx.x, + gridDim.x, ...);
+//   the consumer warpgroups: the CTA's even and odd tiles, a whole tile each (two wgmma m64nNk16 a
+//       16 of K: rows 0-63 and 64-127, kBN accumulators a thread), then the tile's epilogue: bias
+//       (from shared memory), activation, one rounding (pack_tile), stmatrix into the
+//       warpgroup's own staging boxes, bulk tensor stores. The stages go round in tile order, so while one warpgroup runs its epilogue the
 //       other's tile is already in the tensor cores (CUTLASS calls the scheme ping-pong; its
 //       cooperative kernels, like cuBLASLt's nvjet ones, run a tile on both warpgroups and leave
 //       the tensor cores idle during the epilogue).
@@ -77,9 +83,29 @@ using namespace ingot::cuda;
 // for their turn (as designed) and for full stages. Storing by ld.shared / st.global instead of
 // bulk tensor stores: no better. W multicast across a cluster of 2 (24 KB a step, as nvjet's 2x1
 // clusters): slower (a stage is refilled only once both CTAs' consumers have handed it back, and
-// the two CTAs' turns drift apart). A wider tile per warpgroup does not fit its registers (the
-// kernel's 168-register launch bound: 128 x 192 spilled). Next: multicast with the clusters'
-// turns kept in step, or A shared between the two warpgroups' consecutive tiles.
+// the two CTAs' turns drift apart).
+//
+// Session 46 (H200, FFN 1 with GELU, this kernel's time over cuBLASLt's, full clock; --trace in
+// cycles): with the bias loaded in the epilogue (registers for a 192-wide tile) 1.16-1.45x, since
+// each of its loads from L2 waited ~1,000 cycles under the products' traffic (the bias now comes
+// in before the products and waits in shared memory); a copier computing each copy's tile by
+// integer division instead of counting, 1.3-1.5x. Nsight Compute: nvjet here is
+// nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_bias_NNT (256 x 128, 4 stages, clusters of 2,
+// cooperative), its L2 at 35 % of peak against this kernel's 63 %; this kernel's consumers wait
+// mostly on full stages. What the trace showed: a 128 x 192 tile's products take 11-13k cycles
+// (768 a K step at the tensor cores' peak: ~77 %), and its GELU epilogue took 17-18k as written
+// (accumulators in registers, GELU in float, one element's chain at a time with 192 accumulators
+// live; 19 % of the samples waiting for instruction fetch), so each epilogue outlasted the other
+// warpgroup's products and the last one (10k+) ended the kernel. Packing the whole tile into
+// float16 pairs first and applying GELU in f16x2 brought it to 6.5k, under the products: 0.88-0.97x
+// of cuBLASLt's speed, 0.95-0.97x back to back. Tried and dropped: GELU as a rolled pass over the
+// staged values (12-18k: the pass's shared-memory round trips wait behind the products' traffic),
+// ex2 + rcp instead of tanh (24k), five stages with one staging buffer shared by the warpgroups
+// (products slower, 12-13.7k). Where the products stop: every wgmma reads W's 16 x N slice from
+// shared memory for 64 rows of A, 64 bytes a cycle at the tensor cores' peak, plus A's 21 and the
+// stages' copies in 53, against the 128 bytes a cycle shared memory gives (nvjet's 256 x 128:
+// 64 + 32 + 48); so this tile can reach ~90 % of the peak at most, nvjet's about as much, and
+// neither scheme leaves much to gain on the products themselves.
 enum class PingpongActivation { kNone, kGeluTanh };
 
 struct PingpongLaunch {
@@ -93,22 +119,37 @@ struct PingpongLaunch {
   bool half_staging = true;  // six stages and the epilogue 64 rows at a time, or five and all 128
   int mode = 0;              // Params::mode
   bool lsu_store = false;    // Params::lsu_store
+  long long* trace = nullptr;  // Params::trace
+  unsigned long long* span = nullptr;  // Params::span
+  bool wide = false;         // 128 x 192 tiles a warpgroup (self-fed, half staging, four stages), not 128 x 128
   int sm_count = 0;
 };
 
-constexpr int kBM = 128, kBN = 128, kBK = 64;
-constexpr int kThreads = 384;
-constexpr uint32_t kBoxBytes = 64 * 64 * 2, kABytes = kBM * kBK * 2, kWBytes = kBN * kBK * 2;
+constexpr int kBM = 128, kBK = 64;
+constexpr uint32_t kBoxBytes = 64 * 64 * 2, kABytes = kBM * kBK * 2;
+// A consumer warpgroup's tile is 128 x kBN: 128 or 192 accumulators a thread.
+template <int kBN>
+constexpr uint32_t kWBytes = kBN * kBK * 2;
+// 128 wide: a producer warpgroup and two consumer warpgroups, 384 threads, the consumers raised to
+// 232 registers by setmaxnreg. 192 wide: the two consumer warpgroups alone, 256 threads, each
+// refilling the stages it hands back: ptxas allocates registers under the launch bound whatever
+// setmaxnreg raises at run time (168 for 384 threads, and for 288, since each of the four SM
+// sub-partitions holds a third warp), and 128 x 192 spilled there.
+template <int kBN>
+constexpr int kThreadsOf = kBN == 192 ? 256 : 384;
 // A consumer warpgroup's staging boxes hold its whole tile (kHalf false, five
-// stages) or 64 rows of it at a time (kHalf, six stages: the rows 64-127 wait
-// until the stores of 0-63 have read them).
-template <bool kHalf>
+// stages) or 64 rows of it at a time (kHalf, six stages at kBN 128, four at 192:
+// the rows 64-127 wait until the stores of 0-63 have read them).
+template <bool kHalf, int kBN>
 constexpr uint32_t kStagingBytes = (kHalf ? 64 : kBM) * kBN * 2;
-template <bool kHalf>
-constexpr int kStagesOf = kHalf ? 6 : 5;
-template <bool kHalf>
-constexpr size_t kSmemBytes = 1024 + size_t(kStagesOf<kHalf>) * (kABytes + kWBytes) + 2 * size_t(kStagingBytes<kHalf>);
-static_assert(kSmemBytes<true> <= 227 * 1024 && kSmemBytes<false> <= 227 * 1024, "product_pingpong: shared memory");
+template <bool kHalf, int kBN>
+constexpr int kStagesOf = kBN == 192 ? 4 : kHalf ? 6 : 5;
+template <bool kHalf, int kBN>
+constexpr size_t kSmemBytes =
+    1024 + size_t(kStagesOf<kHalf, kBN>) * (kABytes + kWBytes<kBN>) + 2 * size_t(kStagingBytes<kHalf, kBN>);
+static_assert(kSmemBytes<true, 128> <= 227 * 1024 && kSmemBytes<false, 128> <= 227 * 1024 &&
+                  kSmemBytes<true, 192> <= 227 * 1024,
+              "product_pingpong: shared memory");
 
 struct Params {
   const void* bias;  // [N] or null
@@ -116,13 +157,16 @@ struct Params {
   int mode;        // timing aid: 0 the product, 1 without the output's stores, 2 without the epilogue
   void* y;         // [M, N]: for lsu_store
   bool lsu_store;  // the output from the staging boxes by 16-byte ld.shared / st.global, not bulk tensor stores
+  long long* trace;  // timing aid: CTA 0's clock at each tile's turn, products done, epilogue done
+  unsigned long long* span;  // timing aid: each CTA's %globaltimer at its first turn and at its end [2 · grid]
 };
 
 // Rows 64·rr .. + 63 of the tile from the staging boxes at `box0` (two 64 x 64 boxes, 128-byte
 // swizzled) to Y by the warpgroup's 128 threads, 16 bytes each a step, consecutive threads along a row.
+template <int kBN>
 __device__ __forceinline__ void store_rows_lsu(const Params& p, uint32_t box0, int m0, int n0, int rr, int lt) {
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < kBN / 16; ++i) {
     const int idx = i * 128 + lt, ch = idx % 8, row = idx / 8 % 64, b = idx / 512;
     const int gr = m0 + 64 * rr + row, gc = n0 + 64 * b + 8 * ch;
     uint4 v;
@@ -131,6 +175,12 @@ __device__ __forceinline__ void store_rows_lsu(const Params& p, uint32_t box0, i
                  : "r"(box0 + uint32_t(b) * kBoxBytes + uint32_t(row) * 128u + uint32_t((ch ^ (row & 7)) << 4)));
     if (gr < p.M && gc < p.N) *reinterpret_cast<uint4*>(static_cast<__half*>(p.y) + size_t(gr) * p.N + gc) = v;
   }
+}
+
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
 }
 
 __device__ __forceinline__ float tanh_approx(float x) {
@@ -145,24 +195,60 @@ __device__ __forceinline__ float activate(float x) {
   return 0.5f * x * (1.f + tanh_approx(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
-// Rows 64·h .. 64·h + 63 of a consumer's tile (acc, kBN / 2 accumulators a
-// thread) plus bias (this thread's pairs: columns 8j + 2·t4, + 1 of the tile),
-// activated and rounded, into its staging boxes at `boxes` (64 columns each).
-template <class T, bool kGelu>
-__device__ __forceinline__ void stage_half(const float (&acc)[kBN / 2], const uint32_t (&bias)[kBN / 8], uint32_t boxes,
-                                           int warp, int lane) {
+// GELU's tanh form on a float16 pair, all of it in f16x2: five multiply(-add)s and one tanh for
+// two elements (the pair is rounded once first: ~1 ulp more than GELU on the float sum).
+__device__ __forceinline__ uint32_t gelu_h2(uint32_t bits) {
+  const __half2 x = *reinterpret_cast<const __half2*>(&bits);
+  const __half2 u =
+      __hmul2(x, __hfma2(__hmul2(x, x), __float2half2_rn(0.7978845608f * 0.044715f), __float2half2_rn(0.7978845608f)));
+  uint32_t t;
+  asm("tanh.approx.f16x2 %0, %1;" : "=r"(t) : "r"(*reinterpret_cast<const uint32_t*>(&u)));
+  const __half2 hx = __hmul2(x, __float2half2_rn(0.5f));
+  const __half2 y = __hfma2(hx, *reinterpret_cast<const __half2*>(&t), hx);
+  return *reinterpret_cast<const uint32_t*>(&y);
+}
+
+
+// The warpgroup's tile (acc0: rows 0-63, acc1: 64-127, kBN / 2 accumulators a thread each) plus
+// bias (this thread's pairs: columns 8j + 2·t4, + 1, from the tile's kBN values at `bias_s` in
+// shared memory, copied there from registers loaded before the products: the epilogue's own loads
+// from L2 would wait ~1,000 cycles each under the products' traffic), activated and rounded into
+// pairs: out[(h · kBN / 8 + j) · 2 + r2] holds row half h, column pair j, row 8·r2 of the thread's
+// 16. All of it before any staging, so that the accumulators' registers free up for the
+// activation's independent chains (with half a tile's accumulators still live, GELU ran one chain
+// at a time) and no activation waits behind the first half's store.
+template <class T, bool kGelu, int kBN>
+__device__ __forceinline__ void pack_tile(const float (&acc0)[kBN / 2], const float (&acc1)[kBN / 2], const T* bias_s,
+                                          int lane, uint32_t (&out)[kBN / 2]) {
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+    const float2 b = unpack2<T>(*reinterpret_cast<const uint32_t*>(bias_s + 8 * j + 2 * (lane % 4)));
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int r2 = 0; r2 < 2; ++r2) {
+        const float* acc = h ? acc1 : acc0;
+        const float x0 = acc[4 * j + 2 * r2] + b.x, x1 = acc[4 * j + 2 * r2 + 1] + b.y;
+        uint32_t& o = out[(h * (kBN / 8) + j) * 2 + r2];
+        if constexpr (kGelu && std::is_same_v<T, __half>)
+          o = gelu_h2(pack2<T>(x0, x1));
+        else
+          o = pack2<T>(activate<kGelu>(x0), activate<kGelu>(x1));
+      }
+  }
+}
+
+// Row half h of pack_tile's pairs into the staging boxes at `boxes` (64 columns each).
+template <int kBN>
+__device__ __forceinline__ void stage_half(const uint32_t (&packed)[kBN / 2], int h, uint32_t boxes, int warp, int lane) {
 #pragma unroll
   for (int j4 = 0; j4 < kBN / 32; ++j4)
 #pragma unroll
     for (int r2 = 0; r2 < 2; ++r2) {
-      uint32_t h[4];
+      uint32_t v[4];
 #pragma unroll
-      for (int jq = 0; jq < 4; ++jq) {
-        const int j = 4 * j4 + jq;
-        const float2 b = unpack2<T>(bias[j]);
-        h[jq] = pack2<T>(activate<kGelu>(acc[4 * j + 2 * r2] + b.x), activate<kGelu>(acc[4 * j + 2 * r2 + 1] + b.y));
-      }
-      stmatrix_x4(swizzled_x4_at(boxes, kBoxBytes, j4, warp * 16 + 8 * r2, lane), h);
+      for (int jq = 0; jq < 4; ++jq) v[jq] = packed[(h * (kBN / 8) + 4 * j4 + jq) * 2 + r2];
+      stmatrix_x4(swizzled_x4_at(boxes, kBoxBytes, j4, warp * 16 + 8 * r2, lane), v);
     }
 }
 
@@ -186,18 +272,23 @@ __device__ __forceinline__ void arrive_in_cluster(uint32_t bar) {
 // copies its own A box and 1 / kCluster of W's boxes, multicast to all of them,
 // so W costs each CTA's L2 reads half as much; a stage is refilled once every
 // CTA's consumer has handed it back.
-template <class T, bool kGelu, int kCluster, bool kHalf>
-__global__ void __launch_bounds__(kThreads, 1)
+template <class T, bool kGelu, int kCluster, bool kHalf, int kBN>
+__global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
     product_pingpong_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tw,
                             const __grid_constant__ CUtensorMap ty, const Params p) {
   static_assert(kCluster == 1 || kCluster == 2, "product_pingpong: clusters of 1 or 2");
-  constexpr int kStages = kStagesOf<kHalf>;
+  // Self-fed (192 wide): no producer; the warpgroup whose products hand a stage back refills it.
+  constexpr bool kSelfFed = kThreadsOf<kBN> == 256;
+  static_assert(!kSelfFed || kCluster == 1, "product_pingpong: a self-fed CTA multicasts to no peer");
+  constexpr int kStages = kStagesOf<kHalf, kBN>;
+  constexpr uint32_t kWBytes = ::kWBytes<kBN>, kStagingBytes = ::kStagingBytes<kHalf, kBN>;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
   const uint32_t as = base, ws = base + kStages * kABytes, stg = ws + kStages * kWBytes;
   // turn[c]: warpgroup c may start its next tile's products (the other has
   // passed all its waits on full stages for the tile before).
   __shared__ __align__(8) uint64_t full[kStages], empty[kStages], turn[2];
+  __shared__ __align__(16) T bias_tile[2][kBN];  // each consumer warpgroup's tile's bias
   const int tid = int(threadIdx.x), wg = tid / 128;
   const int rank = int(blockIdx.x) % kCluster, cluster = int(blockIdx.x) / kCluster,
             clusters = int(gridDim.x) / kCluster;
@@ -207,6 +298,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   // The CTA's rows and columns of the cluster's tile t.
   auto origin = [&](int t, int& m0, int& n0) {
     m0 = (t / col_blocks * kCluster + rank) * kBM, n0 = t % col_blocks * kBN;
+  };
+  // K step kt of the tile at (m0, n0) into stage s (no divisions: a self-fed consumer's thread
+  // runs this between its products).
+  auto fill = [&](int s, int kt, int m0, int n0) {
+    const uint64_t once = l2_evict_first_policy(), again = l2_evict_last_policy();
+    const uint32_t fb = smem_addr(&full[s]);
+    mbar_expect_tx(fb, kABytes + kWBytes);
+    tensor_copy_hint(as + s * kABytes, &ta, kt * kBK, m0, fb, once);
+    for (int b = 0; b < kBN / 64; ++b) {
+      const uint32_t dst = ws + s * kWBytes + b * kBoxBytes;
+      if constexpr (kCluster == 1)
+        tensor_copy_hint(dst, &tw, n0 + 64 * b, kt * kBK, fb, again);
+      else if (b % kCluster == rank)
+        tensor_copy_multicast(dst, &tw, n0 + 64 * b, kt * kBK, fb, (1u << kCluster) - 1);
+    }
   };
 
   if (tid == 0) {
@@ -227,35 +333,49 @@ __global__ void __launch_bounds__(kThreads, 1)
   else
     __syncthreads();
 
-  if (wg == 0) {
+  if (!kSelfFed && wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (tid == 0) {
       wait_prior_grids();
-      const uint64_t once = l2_evict_first_policy(), again = l2_evict_last_policy();
       int it = 0;
       for (int t = cluster; t < tiles; t += clusters) {
         int m0, n0;
         origin(t, m0, n0);
         for (int kt = 0; kt < KT; ++kt, ++it) {
-          const int s = it % kStages;
-          const uint32_t fb = smem_addr(&full[s]);
-          if (it >= kStages) mbar_wait_parity(smem_addr(&empty[s]), ((it / kStages) & 1) ^ 1);
-          mbar_expect_tx(fb, kABytes + kWBytes);
-          tensor_copy_hint(as + s * kABytes, &ta, kt * kBK, m0, fb, once);
-          for (int b = 0; b < kBN / 64; ++b) {
-            const uint32_t dst = ws + s * kWBytes + b * kBoxBytes;
-            if constexpr (kCluster == 1)
-              tensor_copy_hint(dst, &tw, n0 + 64 * b, kt * kBK, fb, again);
-            else if (b % kCluster == rank)
-              tensor_copy_multicast(dst, &tw, n0 + 64 * b, kt * kBK, fb, (1u << kCluster) - 1);
-          }
+          if (it >= kStages) mbar_wait_parity(smem_addr(&empty[it % kStages]), ((it / kStages) & 1) ^ 1);
+          fill(it % kStages, kt, m0, n0);
         }
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int c = wg - 1, lt = tid % 128, warp = lt / 32, lane = lt % 32;
-    const uint32_t boxes = stg + uint32_t(c) * kStagingBytes<kHalf>;
+    if constexpr (!kSelfFed) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int c = kSelfFed ? wg : wg - 1, lt = tid % 128, warp = lt / 32, lane = lt % 32;
+    // Self-fed: the ring's first stages come from thread 0, each later one from the thread that
+    // hands its stage back (its products done: wgmma_wait), so no stage is overwritten while read.
+    // The launch asks for KT > kStages, so a refill is of this tile or the CTA's next.
+    if constexpr (kSelfFed) {
+      if (tid == 0) {
+        wait_prior_grids();
+        int m0, n0;
+        origin(cluster, m0, n0);
+        for (int s = 0; s < kStages; ++s) fill(s, s, m0, n0);
+      }
+    }
+    int m0 = 0, n0 = 0, next_m0 = 0, next_n0 = 0;
+    bool has_next = false;  // the CTA has a tile after this one
+    // Stage s, K step kt of this tile, is done with: refill it with the ring's copy kStages on, or
+    // hand it to the producer.
+    auto hand_back = [&](int s, int kt) {
+      if constexpr (kSelfFed) {
+        if (kt + kStages < KT)
+          fill(s, kt + kStages, m0, n0);
+        else if (has_next)
+          fill(s, kt + kStages - KT, next_m0, next_n0);
+      } else {
+        arrive_in_cluster<kCluster>(smem_addr(&empty[s]));
+      }
+    };
+    const uint32_t boxes = stg + uint32_t(c) * kStagingBytes;
     const T* bias = static_cast<const T*>(p.bias);
     wait_prior_grids();
     float acc0[kBN / 2], acc1[kBN / 2];
@@ -266,14 +386,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     // for its current one would take the current one's completion for its own.
     for (int l = c, t = cluster + c * clusters; t < tiles; l += 2, t += 2 * clusters) {
       if (l > 0) mbar_wait_parity(smem_addr(&turn[c]), ((l - 1) / 2) & 1);
-      int m0, n0;
+      const bool stamp = p.trace && blockIdx.x == 0 && lt == 0 && l < 16;
+      if (stamp) p.trace[3 * l] = clock64();
+      if (p.span && l == 0 && lt == 0) p.span[2 * blockIdx.x] = globaltimer_ns();
       origin(t, m0, n0);
-      uint32_t bias_r[kBN / 8];  // loaded under the products
+      has_next = t + clusters < tiles;
+      if (kSelfFed && has_next) origin(t + clusters, next_m0, next_n0);
+      // The tile's bias, 16 bytes a thread of the first kBN / 8, into shared memory after the products.
+      uint4 bias_chunk{0u, 0u, 0u, 0u};
+      if (lt < kBN / 8 && bias && n0 + 8 * lt < p.N) bias_chunk = __ldg(reinterpret_cast<const uint4*>(bias + n0 + 8 * lt));
+      // The tile before's accumulators are dead once packed; the wgmma operands read them ("+f"),
+      // so without a new value here ptxas keeps them live through that epilogue (192 + 96
+      // registers at 192 wide: 504 bytes of spills). The first products overwrite these zeros.
 #pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int col = n0 + 8 * j + 2 * (lane % 4);
-        bias_r[j] = bias && col < p.N ? __ldg(reinterpret_cast<const unsigned*>(bias + col)) : 0u;
-      }
+      for (int i = 0; i < kBN / 2; ++i) acc0[i] = 0.f, acc1[i] = 0.f;
       int it = l * KT;
       for (int kt = 0; kt < KT; ++kt, ++it) {
         const int s = it % kStages;
@@ -291,13 +417,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_commit();
         wgmma_wait<1>();  // the previous step's products are done: hand its
                           // stage back
-        if (kt > 0 && lt == 0) arrive_in_cluster<kCluster>(smem_addr(&empty[(it - 1) % kStages]));
+        if (kt > 0 && lt == 0) hand_back((it - 1) % kStages, kt - 1);
       }
       // Every thread of the warpgroup is past its waits: the other's turn.
       asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
       if (lt == 0) mbar_arrive(smem_addr(&turn[1 - c]));
       wgmma_wait<0>();
-      if (lt == 0) arrive_in_cluster<kCluster>(smem_addr(&empty[(it - 1) % kStages]));
+      if (lt == 0) hand_back((it - 1) % kStages, KT - 1);
+      if (stamp) p.trace[3 * l + 1] = clock64();
+      // (The epilogue before has read the last tile's bias: its barriers are behind every thread.)
+      if (lt < kBN / 8) *reinterpret_cast<uint4*>(&bias_tile[c][8 * lt]) = bias_chunk;
+      uint32_t packed[kBN / 2];
+      if (p.mode < 2) {
+        asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the tile's bias is in
+        pack_tile<T, kGelu, kBN>(acc0, acc1, bias_tile[c], lane, packed);
+      }
 
         // The epilogue, while the other warpgroup's tile runs: the staging
         // boxes are free once the stores before have read them.
@@ -307,13 +441,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (lt == 0) bulk_wait_read();
           asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
         }
-        const uint32_t half_boxes = boxes + (kHalf ? 0u : h * kStagingBytes<kHalf> / 2);
-        stage_half<T, kGelu>(h ? acc1 : acc0, bias_r, half_boxes, warp, lane);
+        const uint32_t half_boxes = boxes + (kHalf ? 0u : h * kStagingBytes / 2);
+        stage_half<kBN>(packed, h, half_boxes, warp, lane);
         if ((h == 1 || kHalf) && p.lsu_store) {
           asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
           if (p.mode == 0)
             for (int r = kHalf ? h : 0; r <= h; ++r)
-              store_rows_lsu(p, boxes + (kHalf ? 0u : r * kStagingBytes<kHalf> / 2), m0, n0, r, lt);
+              store_rows_lsu<kBN>(p, boxes + (kHalf ? 0u : r * kStagingBytes / 2), m0, n0, r, lt);
         } else if (h == 1 || kHalf) {
           asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
           asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
@@ -322,14 +456,16 @@ __global__ void __launch_bounds__(kThreads, 1)
               for (int b = 0; b < kBN / 64; ++b)
                 if (m0 + 64 * r < p.M && n0 + 64 * b < p.N)
                   tensor_store(&ty, n0 + 64 * b, m0 + 64 * r,
-                               boxes + (kHalf ? 0u : r * kStagingBytes<kHalf> / 2) + uint32_t(b) * kBoxBytes);
+                               boxes + (kHalf ? 0u : r * kStagingBytes / 2) + uint32_t(b) * kBoxBytes);
             bulk_commit();
           }
         }
       }
+      if (stamp) p.trace[3 * l + 2] = clock64();
     }
     // The CTA's shared memory must outlive the stores' reads of it.
     if (lt == 0) bulk_wait_read();
+    if (p.span && lt == 0) atomicMax(&p.span[2 * blockIdx.x + 1], globaltimer_ns());
   }
   __syncwarp();
   // Nor may a CTA leave while a peer may still copy into it or arrive on its
@@ -341,10 +477,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             : "memory");
 }
 
-template <class T, bool kGelu, int kCluster, bool kHalf>
+template <class T, bool kGelu, int kCluster, bool kHalf, int kBN>
 cudaError_t launch(const PingpongLaunch& a, cudaStream_t stream) {
-  auto* kernel = product_pingpong_kernel<T, kGelu, kCluster, kHalf>;
-  constexpr size_t kSmem = kSmemBytes<kHalf>;
+  auto* kernel = product_pingpong_kernel<T, kGelu, kCluster, kHalf, kBN>;
+  constexpr size_t kSmem = kSmemBytes<kHalf, kBN>;
   static const cudaError_t raised =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem));
   if (raised != cudaSuccess) return raised;
@@ -353,9 +489,10 @@ cudaError_t launch(const PingpongLaunch& a, cudaStream_t stream) {
       !encode_tensor_map(&tw, ingot::DType::kFloat16, a.w, a.K, a.N, a.N, kBK, 64, true) ||
       !encode_tensor_map(&ty, ingot::DType::kFloat16, a.y, a.M, a.N, a.N, 64, 64, true))
     return cudaErrorInvalidValue;
+  if (kThreadsOf<kBN> == 256 && (a.K + kBK - 1) / kBK <= kStagesOf<kHalf, kBN>) return cudaErrorInvalidValue;
   Params p{};
   p.bias = a.bias, p.M = int(a.M), p.N = int(a.N), p.K = int(a.K), p.mode = a.mode;
-  p.y = a.y, p.lsu_store = a.lsu_store;
+  p.y = a.y, p.lsu_store = a.lsu_store, p.trace = a.trace, p.span = a.span;
   const int64_t cluster_tiles = ((a.M + kBM - 1) / kBM + kCluster - 1) / kCluster * ((a.N + kBN - 1) / kBN);
   cudaLaunchAttribute attrs[2];
   unsigned n = 0;
@@ -369,7 +506,7 @@ cudaError_t launch(const PingpongLaunch& a, cudaStream_t stream) {
   }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(std::min<int64_t>(cluster_tiles, a.sm_count / kCluster) * kCluster));
-  config.blockDim = dim3(kThreads);
+  config.blockDim = dim3(kThreadsOf<kBN>);
   config.dynamicSmemBytes = kSmem;
   config.stream = stream;
   config.attrs = attrs;
@@ -377,16 +514,17 @@ cudaError_t launch(const PingpongLaunch& a, cudaStream_t stream) {
   return cudaLaunchKernelEx(&config, kernel, ta, tw, ty, p);
 }
 
-template <class T, int kCluster, bool kHalf>
+template <class T, int kCluster, bool kHalf, int kBN = 128>
 cudaError_t launch_staged(const PingpongLaunch& a, cudaStream_t stream) {
-  return a.activation == PingpongActivation::kNone ? launch<T, false, kCluster, kHalf>(a, stream)
-                                                   : launch<T, true, kCluster, kHalf>(a, stream);
+  return a.activation == PingpongActivation::kNone ? launch<T, false, kCluster, kHalf, kBN>(a, stream)
+                                                   : launch<T, true, kCluster, kHalf, kBN>(a, stream);
 }
 
 // The kernel for `a` (float16 operands; 16-byte aligned tensors, N and K
 // multiples of 8).
 cudaError_t launch_product_pingpong(const PingpongLaunch& a, cudaStream_t stream) {
   using T = __half;
+  if (a.wide) return a.cluster == 1 ? launch_staged<T, 1, true, 192>(a, stream) : cudaErrorInvalidValue;
   if (a.cluster == 2)
     return a.half_staging ? launch_staged<T, 2, true>(a, stream) : launch_staged<T, 2, false>(a, stream);
   return a.half_staging ? launch_staged<T, 1, true>(a, stream) : launch_staged<T, 1, false>(a, stream);
@@ -442,7 +580,7 @@ Sustained sustained(cudaStream_t s, float seconds, F launch) {
 struct Options {
   float seconds = 1.5f;
   int rounds = 2, variant = -1, mode = 0;
-  bool lsu_store = false;
+  bool lsu_store = false, trace = false;
 };
 
 bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handles, const Options& o) {
@@ -484,10 +622,11 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
     return x;
   };
   bool ok = true;
-  for (const int variant : {0, 1, 2, 3}) {
+  for (const int variant : {0, 1, 2, 3, 4}) {
     if (o.variant >= 0 && variant != o.variant) continue;
     const int cluster = 1 + variant % 2;
-    pp.cluster = cluster, pp.half_staging = variant / 2, pp.mode = 0, pp.lsu_store = o.lsu_store;
+    pp.cluster = cluster, pp.half_staging = variant / 2 > 0, pp.wide = variant >= 4, pp.mode = 0;
+    pp.lsu_store = o.lsu_store;
     CK(cudaMemset(mine, 0xFF, size_t(M) * N * 2));  // NaN: an unwritten element fails the check
     own();
     CK(cudaGetLastError());
@@ -508,11 +647,45 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
       }
     const double flop = 2.0 * M * N * K;
     printf(
-        "%-11s %5dx%5dx%5d variant %d (cluster %d, %s staging), mode %d: max |own - cuBLASLt| %.3g "
+        "%-11s %5dx%5dx%5d variant %d (cluster %d, %s staging, %d-wide), mode %d: max |own - cuBLASLt| %.3g "
         "(%zu beyond 2 ulps); vs float64 own %.3g, cuBLASLt %.3g%s\n",
-        sh.name, M, N, K, variant, cluster, pp.half_staging ? "half" : "full", o.mode, worst, bad, err_own, err_lt,
+        sh.name, M, N, K, variant, cluster, pp.half_staging ? "half" : "full", pp.wide ? 192 : 128, o.mode, worst, bad,
+        err_own, err_lt,
         bad ? "  WRONG" : "");
     pp.mode = o.mode;
+    if (o.trace) {  // CTA 0's timeline in cycles from its first tile's start, a launch after a warm one
+      long long* d_trace;
+      unsigned long long* d_span;
+      CK(cudaMalloc(&d_trace, 48 * sizeof(long long)));
+      CK(cudaMemset(d_trace, 0, 48 * sizeof(long long)));
+      CK(cudaMalloc(&d_span, 2 * 1024 * sizeof(long long)));
+      CK(cudaMemset(d_span, 0, 2 * 1024 * sizeof(long long)));
+      own();
+      pp.trace = d_trace, pp.span = d_span;
+      own();
+      CK(cudaStreamSynchronize(s));
+      pp.trace = nullptr, pp.span = nullptr;
+      std::vector<unsigned long long> span(2 * 1024);
+      CK(cudaMemcpy(span.data(), d_span, span.size() * 8, cudaMemcpyDeviceToHost));
+      CK(cudaFree(d_span));
+      unsigned long long t0 = ~0ull;
+      std::vector<double> starts, ends;
+      for (int b = 0; b < 1024 && span[2 * b]; ++b) t0 = std::min(t0, span[2 * b]);
+      for (int b = 0; b < 1024 && span[2 * b]; ++b)
+        starts.push_back((span[2 * b] - t0) / 1e3), ends.push_back((span[2 * b + 1] - t0) / 1e3);
+      std::sort(starts.begin(), starts.end());
+      std::sort(ends.begin(), ends.end());
+      auto q = [](const std::vector<double>& v, double f) { return v.empty() ? 0.0 : v[size_t(f * (v.size() - 1))]; };
+      printf("  span of %zu CTAs, us from the first start: starts min/median/max %.2f %.2f %.2f; ends min %.2f p10 %.2f median %.2f p90 %.2f max %.2f\n",
+             starts.size(), q(starts, 0), q(starts, .5), q(starts, 1), q(ends, 0), q(ends, .1), q(ends, .5), q(ends, .9), q(ends, 1));
+      long long st[48];
+      CK(cudaMemcpy(st, d_trace, sizeof(st), cudaMemcpyDeviceToHost));
+      CK(cudaFree(d_trace));
+      for (int l = 0; l < 16 && st[3 * l]; ++l)
+        printf("  trace tile %d (warpgroup %d): turn %7lld  products done %7lld (+%6lld)  epilogue done %7lld (+%6lld)\n", l,
+               l % 2, st[3 * l] - st[0], st[3 * l + 1] - st[0], st[3 * l + 1] - st[3 * l], st[3 * l + 2] - st[0],
+               st[3 * l + 2] - st[3 * l + 1]);
+    }
     for (int round = 0; round < o.rounds; ++round) {
       const float lt_us = chain_us(s, 10, baseline), own_us = chain_us(s, 10, own);
       const Sustained lt = sustained(s, o.seconds, baseline), mine_s = sustained(s, o.seconds, own);
@@ -549,6 +722,9 @@ int main(int argc, char** argv) {
       o.variant = std::atoi(argv[++i]);
     else if (a == "--lsu-store")
       o.lsu_store = true;
+    else if (a == "--trace")
+      o.trace = true;
+
     else if (a == "--mode" && i + 1 < argc)
       o.mode = std::atoi(argv[++i]);
     else
