@@ -101,11 +101,9 @@ using namespace ingot::cuda;
 // of cuBLASLt's speed, 0.95-0.97x back to back. Tried and dropped: GELU as a rolled pass over the
 // staged values (12-18k: the pass's shared-memory round trips wait behind the products' traffic),
 // ex2 + rcp instead of tanh (24k), five stages with one staging buffer shared by the warpgroups
-// (products slower, 12-13.7k). Where the products stop (a model, untested): every wgmma reads W's
-// 16 x N slice from shared memory for 64 rows of A, 64 bytes a cycle at the tensor cores' peak,
-// plus A's 21 and the stages' copies in 53; if that shares shared memory's 128 bytes a cycle
-// (nvjet's 256 x 128: 64 + 32 + 48), this tile reaches ~90 % of the peak at most, nvjet's about
-// as much, and neither scheme leaves much to gain on the products themselves.
+// (products slower, 12-13.7k). Not what stops the products: shared-memory or L2 bandwidth
+// (wgmma_rate_bench: wgmma keeps 97 % of its peak beside 55-60 bytes a cycle of copies from L2,
+// more than this tile's 53); the consumers wait for full stages, so the refills' latency is.
 enum class PingpongActivation { kNone, kGeluTanh };
 
 struct PingpongLaunch {

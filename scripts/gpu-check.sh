@@ -11,7 +11,7 @@
 #                                     .gpu/pack.tar.xz and check with it
 #   scripts/gpu-check.sh --unpack-to DIR   unpack there and write DIR/ingot, a wrapper that runs
 #                                     the packed CLI (for bench/gpu_bench.py --ingot DIR/ingot),
-#                                     and DIR/gemm_ln_bench, DIR/ws_gemm_bench, DIR/layer_chain_bench, DIR/lt_sweep, DIR/pingpong_bench likewise
+#                                     and DIR/gemm_ln_bench, DIR/ws_gemm_bench, DIR/layer_chain_bench, DIR/lt_sweep, DIR/pingpong_bench, DIR/wgmma_rate_bench likewise
 # Extra arguments after the mode go to the test binary (e.g. --gtest_filter=GpuGemm.*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,13 +29,13 @@ build_here() {
     echo "ingot: error: no CUDA toolkit found by CMake: the GPU check needs one" >&2
     exit 1
   fi
-  cmake --build build -j"$(nproc)" --target ingot_cli ingot_gpu_tests gemm_ln_bench ws_gemm_bench layer_chain_bench lt_sweep pingpong_bench
+  cmake --build build -j"$(nproc)" --target ingot_cli ingot_gpu_tests gemm_ln_bench ws_gemm_bench layer_chain_bench lt_sweep pingpong_bench wgmma_rate_bench
 }
 
 if [ "$mode" = pack ]; then
   build_here
   rm -rf .gpu/pack && mkdir -p .gpu/pack/lib
-  cp build/ingot build/libingot.so build/tests/ingot_gpu_tests build/gemm_ln_bench build/ws_gemm_bench build/layer_chain_bench build/lt_sweep build/pingpong_bench .gpu/pack/
+  cp build/ingot build/libingot.so build/tests/ingot_gpu_tests build/gemm_ln_bench build/ws_gemm_bench build/layer_chain_bench build/lt_sweep build/pingpong_bench build/wgmma_rate_bench .gpu/pack/
   # Libraries of this machine's distribution that a bare CUDA image lacks; the CUDA libraries
   # themselves (cudart, cuBLASLt, cuDNN) are the GPU machine's own.
   for lib in $(ldd build/ingot build/tests/ingot_gpu_tests build/libingot.so | awk '/=>/ {print $3}' | sort -u); do
@@ -76,7 +76,7 @@ if [ "$mode" = from-pack ] || [ "$mode" = unpack ]; then
   export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   if [ "$mode" = unpack ]; then
     # Wrappers that run the packed binaries with their libraries (bench/gpu_bench.py --ingot DIR/ingot).
-    for exe in ingot gemm_ln_bench ws_gemm_bench layer_chain_bench lt_sweep pingpong_bench; do
+    for exe in ingot gemm_ln_bench ws_gemm_bench layer_chain_bench lt_sweep pingpong_bench wgmma_rate_bench; do
       printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LD_LIBRARY_PATH" "$bin/$exe" >"$work/$exe"
       chmod +x "$work/$exe"
     done
