@@ -103,7 +103,9 @@ using namespace ingot::cuda;
 // ex2 + rcp instead of tanh (24k), five stages with one staging buffer shared by the warpgroups
 // (products slower, 12-13.7k). Not what stops the products: shared-memory or L2 bandwidth
 // (wgmma_rate_bench: wgmma keeps 97 % of its peak beside 55-60 bytes a cycle of copies from L2,
-// more than this tile's 53); the consumers wait for full stages, so the refills' latency is.
+// more than this tile's 53); the consumers wait for full stages: the refills' latency (~2,600
+// cycles under load) over the ~80 KB the ring keeps in flight. Next: K steps of 32 (20 KB
+// stages), so that the consumer holds 40 KB of the ring instead of 80.
 enum class PingpongActivation { kNone, kGeluTanh };
 
 struct PingpongLaunch {

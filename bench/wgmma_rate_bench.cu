@@ -11,7 +11,11 @@
 // Reported: the tensor cores' rate in FLOP a cycle of each multiprocessor against the fp16 dense
 // peak of 4096 (clock cycles, so the SM clock does not enter), and the copies' bytes a cycle.
 //
-//   wgmma_rate_bench [--iters I] [--spread S]      (on the GPU machine; sm_90a)
+//   wgmma_rate_bench [--iters I] [--spread S] [--tensor] [--ring D]      (on the GPU machine; sm_90a)
+//   --tensor: the copies as two [128 x 64] float16 tensor boxes a chunk (128-byte swizzled, as the
+//   products' stages), not one 32 KB bulk copy.
+//   --ring D: D 32 KB copies in flight (1-6 at N = 128, up to 4 at 192 and 256; default 4): with
+//   Little's law, bytes in flight over the rate give the copies' latency.
 //   --spread S: CTA b copies from chunk S·b on (the 16 MB source stays in L2), so that the CTAs read
 //   distinct lines, as a product's tiles do; 0 (default): every CTA the same chunks at once.
 #include <cuda.h>
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "backends/cuda/bulk_copy.cuh"
+#include "backends/cuda/cuda_tensor_map.h"
 #include "backends/cuda/mma_sync.cuh"
 #include "backends/cuda/wgmma.cuh"
 #include "cuda_check.h"
@@ -32,12 +37,15 @@ namespace {
 
 using namespace ingot::cuda;
 
-constexpr uint32_t kBoxBytes = 64 * 64 * 2, kABytes = 128 * 64 * 2, kChunk = 32 * 1024, kRing = 4;
+constexpr uint32_t kBoxBytes = 64 * 64 * 2, kABytes = 128 * 64 * 2, kChunk = 32 * 1024;
+// The copies' ring: `ring` buffers in flight, up to kRingMax (six at N = 128, four beside W's wider tile).
+template <int N>
+constexpr uint32_t kRingMax = N == 128 ? 6 : 4;
 
 // Shared memory: A [128 x 64] K-major, W [64 x N] as N / 64 MN-major boxes (both 128-byte
 // swizzled, as the products' stages), then the copies' ring.
 template <int N>
-constexpr size_t kSmemBytes = 1024 + kABytes + size_t(N / 64) * kBoxBytes + kRing * kChunk;
+constexpr size_t kSmemBytes = 1024 + kABytes + size_t(N / 64) * kBoxBytes + kRingMax<N> * kChunk;
 
 struct Result {
   unsigned long long cycles[2];  // each warpgroup's, from its first product to its last one's end
@@ -46,7 +54,9 @@ struct Result {
 
 template <int N, int kHalves, int kWarpgroups, bool kCopy>
 __global__ void __launch_bounds__(kWarpgroups * 128 + 32, 1)
-    wgmma_rate_kernel(const uint8_t* src, size_t src_bytes, int iters, int spread, Result* out) {
+    wgmma_rate_kernel(const __grid_constant__ CUtensorMap boxes, const uint8_t* src, size_t src_bytes, int iters,
+                      int spread, bool tensor, uint32_t depth, Result* out) {
+  constexpr uint32_t kRing = kRingMax<N>;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
   const uint32_t as = base, ws = as + kABytes, ring = ws + (N / 64) * kBoxBytes;
@@ -74,15 +84,21 @@ __global__ void __launch_bounds__(kWarpgroups * 128 + 32, 1)
     const size_t chunks = src_bytes / kChunk;
     uint32_t i = 0;
     for (; kWarpgroups == 0 ? i < uint32_t(iters) : !*reinterpret_cast<volatile int*>(&done); ++i) {
-      const uint32_t b = i % kRing, bar = smem_addr(&filled[b]);
-      if (i >= kRing) mbar_wait_parity(bar, ((i / kRing) - 1) & 1);
+      const uint32_t b = i % depth, bar = smem_addr(&filled[b]);
+      if (i >= depth) mbar_wait_parity(bar, ((i / depth) - 1) & 1);
       mbar_expect_tx(bar, kChunk);
       // spread: each CTA its own stretch of the source (distinct lines from L2, as a product's
       // tiles), else all of them the same chunks at once.
-      bulk_copy(ring + b * kChunk, src + ((i + blockIdx.x * uint32_t(spread)) % chunks) * kChunk, kChunk, bar);
+      const size_t chunk = (i + blockIdx.x * uint32_t(spread)) % chunks;
+      if (tensor) {  // as a product's stages: two [128 x 64] float16 boxes, 128-byte swizzled
+        tensor_copy(ring + b * kChunk, &boxes, 0, int(chunk * 256), bar);
+        tensor_copy(ring + b * kChunk + kChunk / 2, &boxes, 0, int(chunk * 256 + 128), bar);
+      } else {
+        bulk_copy(ring + b * kChunk, src + chunk * kChunk, kChunk, bar);
+      }
       bytes += kChunk;
     }
-    for (uint32_t j = i >= kRing ? i - kRing : 0; j < i; ++j) mbar_wait_parity(smem_addr(&filled[j % kRing]), (j / kRing) & 1);
+    for (uint32_t j = i >= depth ? i - depth : 0; j < i; ++j) mbar_wait_parity(smem_addr(&filled[j % depth]), (j / depth) & 1);
     out[blockIdx.x].copy_bytes = bytes, out[blockIdx.x].copy_cycles = clock64() - t0;
     return;
   }
@@ -117,17 +133,19 @@ __global__ void __launch_bounds__(kWarpgroups * 128 + 32, 1)
 
 struct Config {
   const char* name;
-  void (*launch)(const uint8_t*, size_t, int, int, Result*, int);
+  void (*launch)(const CUtensorMap&, const uint8_t*, size_t, int, int, bool, uint32_t, Result*, int);
   int n, halves, warpgroups;
   bool copy;
 };
 
 template <int N, int kHalves, int kWarpgroups, bool kCopy>
-void launch(const uint8_t* src, size_t bytes, int iters, int spread, Result* out, int ctas) {
+void launch(const CUtensorMap& boxes, const uint8_t* src, size_t bytes, int iters, int spread, bool tensor,
+            uint32_t depth, Result* out, int ctas) {
   auto* kernel = wgmma_rate_kernel<N, kHalves, kWarpgroups, kCopy>;
   constexpr size_t kSmem = kSmemBytes<N>;
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
-  kernel<<<ctas, kWarpgroups * 128 + 32, kSmem>>>(src, bytes, iters, spread, out);
+  kernel<<<ctas, kWarpgroups * 128 + 32, kSmem>>>(boxes, src, bytes, iters, spread, tensor,
+                                                  std::min(depth, kRingMax<N>), out);
   CK(cudaGetLastError());
 }
 
@@ -135,7 +153,11 @@ void launch(const uint8_t* src, size_t bytes, int iters, int spread, Result* out
 
 int main(int argc, char** argv) {
   int iters = 4000, spread = 0;
+  bool tensor = false;
+  uint32_t depth = 4;
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--ring" && i + 1 < argc) depth = uint32_t(std::atoi(argv[++i]));
+    if (std::string(argv[i]) == "--tensor") tensor = true;
     if (std::string(argv[i]) == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
     if (std::string(argv[i]) == "--spread" && i + 1 < argc) spread = std::atoi(argv[++i]);
   }
@@ -147,6 +169,11 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&src, src_bytes));
   CK(cudaMemset(src, 0x3c, src_bytes));
   CK(cudaMalloc(&out, sizeof(Result) * size_t(sms)));
+  CUtensorMap boxes{};  // the source as [rows, 64] float16 in [128 x 64] boxes
+  if (!ingot::cuda::encode_tensor_map(&boxes, ingot::DType::kFloat16, src, int64_t(src_bytes / 128), 64, 64, 128, 64, true)) {
+    printf("encode_tensor_map failed\n");
+    return 1;
+  }
   const Config configs[] = {
       {"copies alone", launch<128, 1, 0, true>, 0, 0, 0, true},
       {"N 128 x2 rows, 1 wg", launch<128, 2, 1, false>, 128, 2, 1, false},
@@ -165,7 +192,7 @@ int main(int argc, char** argv) {
     std::vector<Result> r(static_cast<size_t>(sms));
     for (int rep = 0; rep < 2; ++rep) {  // the first launch warms up
       CK(cudaMemset(out, 0, sizeof(Result) * size_t(sms)));
-      c.launch(src, src_bytes, c.warpgroups ? iters : iters / 4, spread, out, sms);
+      c.launch(boxes, src, src_bytes, c.warpgroups ? iters : iters / 4, spread, tensor, depth, out, sms);
       CK(cudaDeviceSynchronize());
     }
     CK(cudaMemcpy(r.data(), out, sizeof(Result) * size_t(sms), cudaMemcpyDeviceToHost));
