@@ -20,9 +20,9 @@
 // Built for sm_90a (wgmma, setmaxnreg), linked with libingot (lt_gemm). On the GPU machine:
 //   pingpong_bench [SHAPE] [--rows M] [--seconds S] [--rounds R] [--variant V] [--mode 0|1|2]
 //                  [--lsu-store] [--trace]
-//   SHAPE: ffn1 (GELU), ffn1_nogelu, qkv, out, ffn2 (all by default); V: 0-4, the kernel's variants
-//   (0-3: 128 wide, clusters of 1 and 2, full and half staging; 4: 192 wide, self-fed; all by
-//   default); --mode 1 times the kernel without its output's stores, 2 without its epilogue
+//   SHAPE: ffn1 (GELU), ffn1_nogelu, qkv, out, ffn2 (all by default); V: 0-5, the kernel's variants
+//   (0-3: 128 wide, clusters of 1 and 2, full and half staging; 4: 192 wide, self-fed, four stages
+//   of K 64; 5: the same with eight stages of K 32, compiled and not yet run; all by default); --mode 1 times the kernel without its output's stores, 2 without its epilogue
 //   (timing aids: outputs checked in mode 0 first); --lsu-store: the output by 16-byte shared
 //   loads and global stores instead of bulk tensor stores (128 wide); --trace: before the timing,
 //   CTA 0's clock at each tile's turn, products done and epilogue done, and every CTA's start and
@@ -121,15 +121,24 @@ struct PingpongLaunch {
   bool lsu_store = false;    // Params::lsu_store
   long long* trace = nullptr;  // Params::trace
   unsigned long long* span = nullptr;  // Params::span
-  bool wide = false;         // 128 x 192 tiles a warpgroup (self-fed, half staging, four stages), not 128 x 128
+  bool wide = false;         // 128 x 192 tiles a warpgroup (self-fed, half staging), not 128 x 128
+  int step = 64;             // the K step a stage holds (wide only): 64 (four stages) or 32 (eight)
   int sm_count = 0;
 };
 
-constexpr int kBM = 128, kBK = 64;
-constexpr uint32_t kBoxBytes = 64 * 64 * 2, kABytes = kBM * kBK * 2;
+// kStep: the K step a stage holds, 64 (A's box 128-byte swizzled) or 32 (64-byte swizzled; W's
+// boxes [32 x 64]): a consumer holds about two stages of its ring at a time (the one it multiplies
+// and the one before until those products are done), so halving the stage keeps more of the ring
+// in flight (session 46: the copies' ~2,600 cycles of latency under load bound the products).
+constexpr int kBM = 128;
+constexpr uint32_t kBoxBytes = 64 * 64 * 2;  // a staging box: 64 x 64
+template <int kStep>
+constexpr uint32_t kABytesOf = kBM * kStep * 2;
+template <int kStep>
+constexpr uint32_t kWBoxBytesOf = kStep * 64 * 2;
 // A consumer warpgroup's tile is 128 x kBN: 128 or 192 accumulators a thread.
-template <int kBN>
-constexpr uint32_t kWBytes = kBN * kBK * 2;
+template <int kBN, int kStep>
+constexpr uint32_t kWBytes = kBN * kStep * 2;
 // 128 wide: a producer warpgroup and two consumer warpgroups, 384 threads, the consumers raised to
 // 232 registers by setmaxnreg. 192 wide: the two consumer warpgroups alone, 256 threads, each
 // refilling the stages it hands back: ptxas allocates registers under the launch bound whatever
@@ -142,13 +151,13 @@ constexpr int kThreadsOf = kBN == 192 ? 256 : 384;
 // the rows 64-127 wait until the stores of 0-63 have read them).
 template <bool kHalf, int kBN>
 constexpr uint32_t kStagingBytes = (kHalf ? 64 : kBM) * kBN * 2;
-template <bool kHalf, int kBN>
-constexpr int kStagesOf = kBN == 192 ? 4 : kHalf ? 6 : 5;
-template <bool kHalf, int kBN>
-constexpr size_t kSmemBytes =
-    1024 + size_t(kStagesOf<kHalf, kBN>) * (kABytes + kWBytes<kBN>) + 2 * size_t(kStagingBytes<kHalf, kBN>);
-static_assert(kSmemBytes<true, 128> <= 227 * 1024 && kSmemBytes<false, 128> <= 227 * 1024 &&
-                  kSmemBytes<true, 192> <= 227 * 1024,
+template <bool kHalf, int kBN, int kStep>
+constexpr int kStagesOf = kBN == 192 ? 4 * 64 / kStep : kHalf ? 6 : 5;
+template <bool kHalf, int kBN, int kStep>
+constexpr size_t kSmemBytes = 1024 + size_t(kStagesOf<kHalf, kBN, kStep>) * (kABytesOf<kStep> + kWBytes<kBN, kStep>) +
+                              2 * size_t(kStagingBytes<kHalf, kBN>);
+static_assert(kSmemBytes<true, 128, 64> <= 227 * 1024 && kSmemBytes<false, 128, 64> <= 227 * 1024 &&
+                  kSmemBytes<true, 192, 64> <= 227 * 1024 && kSmemBytes<true, 192, 32> <= 227 * 1024,
               "product_pingpong: shared memory");
 
 struct Params {
@@ -252,6 +261,15 @@ __device__ __forceinline__ void stage_half(const uint32_t (&packed)[kBN / 2], in
     }
 }
 
+// The descriptor of A's K-major rows at `addr`: 128-byte swizzled (kStep 64) or 64-byte swizzled
+// (kStep 32: rows of 64 bytes, 8-row groups 512 bytes apart; layout type 2). A step of 16 of K
+// is addr + 32 either way.
+template <int kStep>
+__device__ __forceinline__ uint64_t a_desc(uint32_t addr) {
+  if constexpr (kStep == 64) return sw128_desc(addr);
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(512 >> 4) << 32) | (uint64_t(2) << 62);
+}
+
 // One arrival on the barrier at shared address `bar` in every CTA of the
 // cluster (release at CTA scope: the stage's readers, wgmma, have completed).
 template <int kCluster>
@@ -272,7 +290,7 @@ __device__ __forceinline__ void arrive_in_cluster(uint32_t bar) {
 // copies its own A box and 1 / kCluster of W's boxes, multicast to all of them,
 // so W costs each CTA's L2 reads half as much; a stage is refilled once every
 // CTA's consumer has handed it back.
-template <class T, bool kGelu, int kCluster, bool kHalf, int kBN>
+template <class T, bool kGelu, int kCluster, bool kHalf, int kBN, int kStep>
 __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
     product_pingpong_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tw,
                             const __grid_constant__ CUtensorMap ty, const Params p) {
@@ -280,8 +298,9 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
   // Self-fed (192 wide): no producer; the warpgroup whose products hand a stage back refills it.
   constexpr bool kSelfFed = kThreadsOf<kBN> == 256;
   static_assert(!kSelfFed || kCluster == 1, "product_pingpong: a self-fed CTA multicasts to no peer");
-  constexpr int kStages = kStagesOf<kHalf, kBN>;
-  constexpr uint32_t kWBytes = ::kWBytes<kBN>, kStagingBytes = ::kStagingBytes<kHalf, kBN>;
+  constexpr int kStages = kStagesOf<kHalf, kBN, kStep>, kBK = kStep;
+  constexpr uint32_t kABytes = kABytesOf<kStep>, kWBytes = ::kWBytes<kBN, kStep>, kWBoxBytes = kWBoxBytesOf<kStep>;
+  constexpr uint32_t kStagingBytes = ::kStagingBytes<kHalf, kBN>;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
   const uint32_t as = base, ws = base + kStages * kABytes, stg = ws + kStages * kWBytes;
@@ -307,7 +326,7 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
     mbar_expect_tx(fb, kABytes + kWBytes);
     tensor_copy_hint(as + s * kABytes, &ta, kt * kBK, m0, fb, once);
     for (int b = 0; b < kBN / 64; ++b) {
-      const uint32_t dst = ws + s * kWBytes + b * kBoxBytes;
+      const uint32_t dst = ws + s * kWBytes + b * kWBoxBytes;
       if constexpr (kCluster == 1)
         tensor_copy_hint(dst, &tw, n0 + 64 * b, kt * kBK, fb, again);
       else if (b % kCluster == rank)
@@ -408,11 +427,11 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
         // The two row halves' products alternate, so that no two in a row share
         // accumulators.
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
+        for (int k = 0; k < kStep / 16; ++k) {
           const uint32_t a = as + s * kABytes + k * 32;
-          const uint64_t db = sw128_mn_desc(ws + s * kWBytes + k * 16 * 128, kBoxBytes);
-          wgmma_ss_wide<T, kBN, true>(acc0, sw128_desc(a), db, kt > 0 || k > 0);
-          wgmma_ss_wide<T, kBN, true>(acc1, sw128_desc(a + 64 * 128), db, kt > 0 || k > 0);
+          const uint64_t db = sw128_mn_desc(ws + s * kWBytes + k * 16 * 128, kWBoxBytes);
+          wgmma_ss_wide<T, kBN, true>(acc0, a_desc<kStep>(a), db, kt > 0 || k > 0);
+          wgmma_ss_wide<T, kBN, true>(acc1, a_desc<kStep>(a + 64 * kStep * 2), db, kt > 0 || k > 0);
         }
         wgmma_commit();
         wgmma_wait<1>();  // the previous step's products are done: hand its
@@ -477,19 +496,20 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
             : "memory");
 }
 
-template <class T, bool kGelu, int kCluster, bool kHalf, int kBN>
+template <class T, bool kGelu, int kCluster, bool kHalf, int kBN, int kStep>
 cudaError_t launch(const PingpongLaunch& a, cudaStream_t stream) {
-  auto* kernel = product_pingpong_kernel<T, kGelu, kCluster, kHalf, kBN>;
-  constexpr size_t kSmem = kSmemBytes<kHalf, kBN>;
+  auto* kernel = product_pingpong_kernel<T, kGelu, kCluster, kHalf, kBN, kStep>;
+  constexpr size_t kSmem = kSmemBytes<kHalf, kBN, kStep>;
   static const cudaError_t raised =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem));
   if (raised != cudaSuccess) return raised;
   CUtensorMap ta{}, tw{}, ty{};
-  if (!encode_tensor_map(&ta, ingot::DType::kFloat16, a.a, a.M, a.K, a.K, kBM, kBK, true) ||
-      !encode_tensor_map(&tw, ingot::DType::kFloat16, a.w, a.K, a.N, a.N, kBK, 64, true) ||
+  constexpr CUtensorMapSwizzle kASwizzle = kStep == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+  if (!encode_tensor_map(&ta, ingot::DType::kFloat16, a.a, a.M, a.K, a.K, kBM, kStep, kASwizzle) ||
+      !encode_tensor_map(&tw, ingot::DType::kFloat16, a.w, a.K, a.N, a.N, kStep, 64, true) ||
       !encode_tensor_map(&ty, ingot::DType::kFloat16, a.y, a.M, a.N, a.N, 64, 64, true))
     return cudaErrorInvalidValue;
-  if (kThreadsOf<kBN> == 256 && (a.K + kBK - 1) / kBK <= kStagesOf<kHalf, kBN>) return cudaErrorInvalidValue;
+  if (kThreadsOf<kBN> == 256 && (a.K + kStep - 1) / kStep <= kStagesOf<kHalf, kBN, kStep>) return cudaErrorInvalidValue;
   Params p{};
   p.bias = a.bias, p.M = int(a.M), p.N = int(a.N), p.K = int(a.K), p.mode = a.mode;
   p.y = a.y, p.lsu_store = a.lsu_store, p.trace = a.trace, p.span = a.span;
@@ -514,17 +534,18 @@ cudaError_t launch(const PingpongLaunch& a, cudaStream_t stream) {
   return cudaLaunchKernelEx(&config, kernel, ta, tw, ty, p);
 }
 
-template <class T, int kCluster, bool kHalf, int kBN = 128>
+template <class T, int kCluster, bool kHalf, int kBN = 128, int kStep = 64>
 cudaError_t launch_staged(const PingpongLaunch& a, cudaStream_t stream) {
-  return a.activation == PingpongActivation::kNone ? launch<T, false, kCluster, kHalf, kBN>(a, stream)
-                                                   : launch<T, true, kCluster, kHalf, kBN>(a, stream);
+  return a.activation == PingpongActivation::kNone ? launch<T, false, kCluster, kHalf, kBN, kStep>(a, stream)
+                                                   : launch<T, true, kCluster, kHalf, kBN, kStep>(a, stream);
 }
 
 // The kernel for `a` (float16 operands; 16-byte aligned tensors, N and K
 // multiples of 8).
 cudaError_t launch_product_pingpong(const PingpongLaunch& a, cudaStream_t stream) {
   using T = __half;
-  if (a.wide) return a.cluster == 1 ? launch_staged<T, 1, true, 192>(a, stream) : cudaErrorInvalidValue;
+  if (a.wide && a.cluster != 1) return cudaErrorInvalidValue;
+  if (a.wide) return a.step == 32 ? launch_staged<T, 1, true, 192, 32>(a, stream) : launch_staged<T, 1, true, 192>(a, stream);
   if (a.cluster == 2)
     return a.half_staging ? launch_staged<T, 2, true>(a, stream) : launch_staged<T, 2, false>(a, stream);
   return a.half_staging ? launch_staged<T, 1, true>(a, stream) : launch_staged<T, 1, false>(a, stream);
@@ -622,10 +643,11 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
     return x;
   };
   bool ok = true;
-  for (const int variant : {0, 1, 2, 3, 4}) {
+  for (const int variant : {0, 1, 2, 3, 4, 5}) {
     if (o.variant >= 0 && variant != o.variant) continue;
-    const int cluster = 1 + variant % 2;
-    pp.cluster = cluster, pp.half_staging = variant / 2 > 0, pp.wide = variant >= 4, pp.mode = 0;
+    const int cluster = variant >= 4 ? 1 : 1 + variant % 2;
+    pp.cluster = cluster, pp.half_staging = variant / 2 > 0, pp.wide = variant >= 4, pp.step = variant == 5 ? 32 : 64;
+    pp.mode = 0;
     pp.lsu_store = o.lsu_store;
     CK(cudaMemset(mine, 0xFF, size_t(M) * N * 2));  // NaN: an unwritten element fails the check
     own();
@@ -647,9 +669,9 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
       }
     const double flop = 2.0 * M * N * K;
     printf(
-        "%-11s %5dx%5dx%5d variant %d (cluster %d, %s staging, %d-wide), mode %d: max |own - cuBLASLt| %.3g "
+        "%-11s %5dx%5dx%5d variant %d (cluster %d, %s staging, %d-wide, K step %d), mode %d: max |own - cuBLASLt| %.3g "
         "(%zu beyond 2 ulps); vs float64 own %.3g, cuBLASLt %.3g%s\n",
-        sh.name, M, N, K, variant, cluster, pp.half_staging ? "half" : "full", pp.wide ? 192 : 128, o.mode, worst, bad,
+        sh.name, M, N, K, variant, cluster, pp.half_staging ? "half" : "full", pp.wide ? 192 : 128, pp.step, o.mode, worst, bad,
         err_own, err_lt,
         bad ? "  WRONG" : "");
     pp.mode = o.mode;

@@ -22,6 +22,12 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
 
 bool encode_tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t rows, int64_t cols, int64_t ld,
                        int box_rows, int box_cols, bool swizzle_128b) {
+  return encode_tensor_map(map, dtype, base, rows, cols, ld, box_rows, box_cols,
+                           swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE);
+}
+
+bool encode_tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t rows, int64_t cols, int64_t ld,
+                       int box_rows, int box_cols, CUtensorMapSwizzle swizzle) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
   if (!encode) return false;
   CUtensorMapDataType type;
@@ -36,7 +42,7 @@ bool encode_tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t 
   const cuuint32_t box[2] = {cuuint32_t(box_cols), cuuint32_t(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
   return encode(map, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 

@@ -17,5 +17,8 @@ namespace ingot::cuda {
 // 16-byte aligned, a row pitch that is not a multiple of 16 bytes).
 bool encode_tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t rows, int64_t cols, int64_t ld,
                        int box_rows, int box_cols, bool swizzle_128b);
+// The same with any of the copy engine's swizzles (64-byte: boxes of 32 16-bit columns).
+bool encode_tensor_map(CUtensorMap* map, DType dtype, const void* base, int64_t rows, int64_t cols, int64_t ld,
+                       int box_rows, int box_cols, CUtensorMapSwizzle swizzle);
 
 }  // namespace ingot::cuda
