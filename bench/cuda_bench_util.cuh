@@ -1,6 +1,6 @@
 // What the CUDA benches (bench/*.cu) share: the error check (cuda_check.h), timing a captured
-// graph's replays, float16 buffers to and from the device, and the cluster instructions of their
-// Hopper prototypes.
+// graph's replays, float16 buffers to and from the device, the global clock and the cluster
+// instructions of their Hopper prototypes.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -15,6 +15,14 @@
 #include "cuda_check.h"
 
 namespace ingot::bench {
+
+// The GPU's global nanosecond clock (%globaltimer), comparable across multiprocessors: the
+// prototypes' per-stage and per-CTA timelines.
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 // `runs` replays of `exec` after `warmups`, each timed by CUDA events around it: microseconds
 // divided by `per` (the launches a replay holds), sorted.

@@ -186,12 +186,6 @@ __device__ __forceinline__ void store_rows_lsu(const Params& p, uint32_t box0, i
   }
 }
 
-__device__ __forceinline__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-
 __device__ __forceinline__ float tanh_approx(float x) {
   float y;
   asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -262,12 +256,11 @@ __device__ __forceinline__ void stage_half(const uint32_t (&packed)[kBN / 2], in
 }
 
 // The descriptor of A's K-major rows at `addr`: 128-byte swizzled (kStep 64) or 64-byte swizzled
-// (kStep 32: rows of 64 bytes, 8-row groups 512 bytes apart; layout type 2). A step of 16 of K
-// is addr + 32 either way.
+// (kStep 32). A step of 16 of K is addr + 32 either way.
 template <int kStep>
 __device__ __forceinline__ uint64_t a_desc(uint32_t addr) {
   if constexpr (kStep == 64) return sw128_desc(addr);
-  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(512 >> 4) << 32) | (uint64_t(2) << 62);
+  return sw64_desc(addr);
 }
 
 // One arrival on the barrier at shared address `bar` in every CTA of the
@@ -407,7 +400,7 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
       if (l > 0) mbar_wait_parity(smem_addr(&turn[c]), ((l - 1) / 2) & 1);
       const bool stamp = p.trace && blockIdx.x == 0 && lt == 0 && l < 16;
       if (stamp) p.trace[3 * l] = clock64();
-      if (p.span && l == 0 && lt == 0) p.span[2 * blockIdx.x] = globaltimer_ns();
+      if (p.span && l == 0 && lt == 0) p.span[2 * blockIdx.x] = global_ns();
       origin(t, m0, n0);
       has_next = t + clusters < tiles;
       if (kSelfFed && has_next) origin(t + clusters, next_m0, next_n0);
@@ -484,7 +477,7 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
     }
     // The CTA's shared memory must outlive the stores' reads of it.
     if (lt == 0) bulk_wait_read();
-    if (p.span && lt == 0) atomicMax(&p.span[2 * blockIdx.x + 1], globaltimer_ns());
+    if (p.span && lt == 0) atomicMax(&p.span[2 * blockIdx.x + 1], global_ns());
   }
   __syncwarp();
   // Nor may a CTA leave while a peer may still copy into it or arrive on its

@@ -114,11 +114,6 @@ __device__ __forceinline__ void tensor_copy_multicast_hint(uint32_t dst, const C
       ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar), "h"(mask), "l"(policy)
       : "memory");
 }
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // Four rounded pairs of a quad's row (pair jq: columns 8·jq + 2·t4, + 1 from `at`) go round the
 // quad so that lane t4 stores columns 8·t4 .. + 7 as one 16-byte store (lane t4 sends pair

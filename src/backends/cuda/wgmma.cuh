@@ -1,7 +1,7 @@
 // Hopper's warpgroup matrix product (wgmma, sm_90a only: the files that include this are built
 // for sm_90a alone, CMakeLists.txt) on operands in 128-byte-swizzled shared memory, the layout
 // the tensor copy engine writes with CU_TENSOR_MAP_SWIZZLE_128B: rows of 64 16-bit elements
-// (128 bytes), 8-row groups of 1024 bytes, 1024-byte aligned.
+// (128 bytes), 8-row groups of 1024 bytes, 1024-byte aligned (sw64_desc: the 64-byte swizzle).
 //
 // Fragments of one warpgroup (4 warps, warp w owning rows 16w..16w+15 of the 64; g = lane / 4,
 // t = lane % 4), the same as mma.sync m16n8k16's per 8-column tile:
@@ -23,6 +23,12 @@ namespace ingot::cuda {
 // (rows of MN, taken transposed): step 16 of K is addr + 16 rows · 128 bytes.
 __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
   return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+// The descriptor of a K-major 64-byte-swizzled operand (CU_TENSOR_MAP_SWIZZLE_64B: rows of 32
+// 16-bit elements, 8-row groups 512 bytes apart, 512-byte aligned; layout type 2). Step 16 of K
+// is addr + 32.
+__device__ __forceinline__ uint64_t sw64_desc(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(512 >> 4) << 32) | (uint64_t(2) << 62);
 }
 // The descriptor of an MN-major 128-byte-swizzled operand wider than 64 (wgmma_ss_wide with
 // kTransB): blocks of 64 columns of MN (128-byte rows of K) `block_bytes` apart, 8-row groups of
