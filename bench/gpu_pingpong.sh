@@ -3,14 +3,13 @@
 # (bench/wgmma_rate_bench.cu) in one device call: each variant's check, CTA 0's timeline and the
 # CTAs' spans, its time against cuBLASLt's (chains at the graph's clock and back to back), and
 # the copies' rate beside wgmma for each ring depth (Little's law: bytes in flight over the rate
-# is their latency). Developer session 46 left variant 5 (K steps of 32) compiled and not yet
-# run. On the GPU machine, .gpu carried:
+# is their latency). On the GPU machine, .gpu carried:
 #
 #   scripts/gpu-check.sh --pack                                   # here, first
-#   bench/gpu_pingpong.sh [--variants "4 5"] [--shape ffn1]       # $OUT keeps the logs
+#   bench/gpu_pingpong.sh [--variants "4 6"] [--shape ffn1]       # $OUT keeps the logs
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-variants="4 5" shape=ffn1
+variants="4 6" shape=ffn1
 while [ $# -gt 0 ]; do
   case "$1" in
     --variants) variants=$2 ;;

@@ -3,8 +3,8 @@
 // in the engine: developer session 44 (docs/PERFORMANCE.md) asked whether hiding each tile's
 // epilogue under the next tile's products saves the energy that cuBLASLt's K = 768 products spend
 // beyond its K = 3072 one (1.19-1.45 against 1.07-1.21 pJ a FLOP back to back). Session 46 took
-// FFN 1 with GELU from session 44's 0.81-0.89x of cuBLASLt's speed to 0.88-0.97x (see the
-// kernel's notes): not yet faster, so not in the engine.
+// FFN 1 with GELU from session 44's 0.81-0.89x of cuBLASLt's speed to 0.88-0.97x, session 47 to
+// about even back to back (0.98-1.02x; see the kernel's notes): not faster, so not in the engine.
 //
 //   out = act(A·W + bias)   A [M, K], W [K, N] as the graph stores it, float16, fp32
 //                           accumulation; act: none or GELU's tanh form on the rounded float16
@@ -20,10 +20,11 @@
 // Built for sm_90a (wgmma, setmaxnreg), linked with libingot (lt_gemm). On the GPU machine:
 //   pingpong_bench [SHAPE] [--rows M] [--seconds S] [--rounds R] [--variant V] [--mode 0|1|2]
 //                  [--lsu-store] [--trace]
-//   SHAPE: ffn1 (GELU), ffn1_nogelu, qkv, out, ffn2 (all by default); V: 0-5, the kernel's variants
+//   SHAPE: ffn1 (GELU), ffn1_nogelu, qkv, out, ffn2 (all by default); V: 0-6, the kernel's variants
 //   (0-3: 128 wide, clusters of 1 and 2, full and half staging; 4: 192 wide, self-fed, four stages
-//   of K 64; 5: the same with eight stages of K 32, compiled and not yet run; all by default); --mode 1 times the kernel without its output's stores, 2 without its epilogue
-//   (timing aids: outputs checked in mode 0 first); --lsu-store: the output by 16-byte shared
+//   of K 64; 5: the same with eight stages of K 32; 6: variant 4 with W multicast across clusters
+//   of 2; all by default); --mode 1 times the kernel without its output's stores, 2 without its
+//   epilogue (timing aids: outputs checked in mode 0 first); --lsu-store: the output by 16-byte shared
 //   loads and global stores instead of bulk tensor stores (128 wide); --trace: before the timing,
 //   CTA 0's clock at each tile's turn, products done and epilogue done, and every CTA's start and
 //   end (%globaltimer) of one launch. --rounds 0 checks and traces without timing. Exits 1 when an
@@ -104,8 +105,26 @@ using namespace ingot::cuda;
 // (products slower, 12-13.7k). Not what stops the products: shared-memory or L2 bandwidth
 // (wgmma_rate_bench: wgmma keeps 97 % of its peak beside 55-60 bytes a cycle of copies from L2,
 // more than this tile's 53); the consumers wait for full stages: the refills' latency (~2,600
-// cycles under load) over the ~80 KB the ring keeps in flight. Next: K steps of 32 (20 KB
-// stages), so that the consumer holds 40 KB of the ring instead of 80.
+// cycles under load) over the ~80 KB the ring keeps in flight.
+//
+// Session 47 (same measures): K steps of 32 (variant 5, eight 20 KB stages, so that the consumer
+// holds 40 KB of the ring instead of 80) took a tile's products to 16-17.6k cycles, 1.22-1.45x
+// cuBLASLt's time: smaller stages cost more than they hide. The --lsu-store path, compiled into the
+// 192-wide kernels though it is not used there, made ptxas spill 84-104 bytes at 255 registers
+// (4 without it): out of them now, 0.94-1.09x at the full clock, 0.98-1.02x back to back. The bias
+// now starts the accumulators (cp.async into shared memory before the turn; 192 additions a
+// thread fewer in the epilogue, 7.3k -> 6.7-6.9k cycles) and the L2 policies are made once: the
+// products beside the other warpgroup's epilogue stay at 12.3k. Where a tile's products lose
+// (cycles, CTA 0): 10.5k alone (--mode 2; 88 % of the peak; the kernel 0.81-0.87x of cuBLASLt's
+// time), 11.7-11.8k beside an epilogue without its stores (--mode 1), 12.3k beside the whole
+// epilogue; without GELU 10.5k / 10.9k / 11.2k. So GELU's math beside the products costs them
+// ~0.9k cycles a tile, the packing and stmatrix ~0.4k, the stores ~0.5k. W multicast across
+// clusters of 2 (variant 6: 28 KB from L2 a K step instead of 40), each consumer refilling a
+// stage once both CTAs' consumers have handed it back: waiting for that at the hand-back took a
+// tile's products to 12.8-14.4k beside the epilogue (the kernel without it, --mode 2, 34.5 us
+// against variant 4's 26.8); refilling one K step later, to 11.7-11.9k with --mode 2 (a shorter
+// lead) against 10.5k. A copying warp instead (288 threads) cannot hold a 128 x 192 tile: ptxas
+// gives __maxnreg__(224) and the launch fails for want of registers (a sub-partition's third warp).
 enum class PingpongActivation { kNone, kGeluTanh };
 
 struct PingpongLaunch {
@@ -143,7 +162,8 @@ constexpr uint32_t kWBytes = kBN * kStep * 2;
 // 232 registers by setmaxnreg. 192 wide: the two consumer warpgroups alone, 256 threads, each
 // refilling the stages it hands back: ptxas allocates registers under the launch bound whatever
 // setmaxnreg raises at run time (168 for 384 threads, and for 288, since each of the four SM
-// sub-partitions holds a third warp), and 128 x 192 spilled there.
+// sub-partitions holds a third warp: __maxnreg__(224) compiles for 288 and does not launch), and
+// 128 x 192 spilled there.
 template <int kBN>
 constexpr int kThreadsOf = kBN == 192 ? 256 : 384;
 // A consumer warpgroup's staging boxes hold its whole tile (kHalf false, five
@@ -221,17 +241,16 @@ __device__ __forceinline__ uint32_t gelu_h2(uint32_t bits) {
 // activation's independent chains (with half a tile's accumulators still live, GELU ran one chain
 // at a time) and no activation waits behind the first half's store.
 template <class T, bool kGelu, int kBN>
-__device__ __forceinline__ void pack_tile(const float (&acc0)[kBN / 2], const float (&acc1)[kBN / 2], const T* bias_s,
-                                          int lane, uint32_t (&out)[kBN / 2]) {
+__device__ __forceinline__ void pack_tile(const float (&acc0)[kBN / 2], const float (&acc1)[kBN / 2],
+                                          uint32_t (&out)[kBN / 2]) {
 #pragma unroll
   for (int j = 0; j < kBN / 8; ++j) {
-    const float2 b = unpack2<T>(*reinterpret_cast<const uint32_t*>(bias_s + 8 * j + 2 * (lane % 4)));
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
       for (int r2 = 0; r2 < 2; ++r2) {
         const float* acc = h ? acc1 : acc0;
-        const float x0 = acc[4 * j + 2 * r2] + b.x, x1 = acc[4 * j + 2 * r2 + 1] + b.y;
+        const float x0 = acc[4 * j + 2 * r2], x1 = acc[4 * j + 2 * r2 + 1];
         uint32_t& o = out[(h * (kBN / 8) + j) * 2 + r2];
         if constexpr (kGelu && std::is_same_v<T, __half>)
           o = gelu_h2(pack2<T>(x0, x1));
@@ -289,8 +308,9 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
                             const __grid_constant__ CUtensorMap ty, const Params p) {
   static_assert(kCluster == 1 || kCluster == 2, "product_pingpong: clusters of 1 or 2");
   // Self-fed (192 wide): no producer; the warpgroup whose products hand a stage back refills it.
+  // In a cluster of 2 its refill of a stage waits until the peer's consumer has handed the stage
+  // back too (the refill's W boxes land in both CTAs).
   constexpr bool kSelfFed = kThreadsOf<kBN> == 256;
-  static_assert(!kSelfFed || kCluster == 1, "product_pingpong: a self-fed CTA multicasts to no peer");
   constexpr int kStages = kStagesOf<kHalf, kBN, kStep>, kBK = kStep;
   constexpr uint32_t kABytes = kABytesOf<kStep>, kWBytes = ::kWBytes<kBN, kStep>, kWBoxBytes = kWBoxBytesOf<kStep>;
   constexpr uint32_t kStagingBytes = ::kStagingBytes<kHalf, kBN>;
@@ -313,8 +333,8 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
   };
   // K step kt of the tile at (m0, n0) into stage s (no divisions: a self-fed consumer's thread
   // runs this between its products).
+  const uint64_t once = l2_evict_first_policy(), again = l2_evict_last_policy();
   auto fill = [&](int s, int kt, int m0, int n0) {
-    const uint64_t once = l2_evict_first_policy(), again = l2_evict_last_policy();
     const uint32_t fb = smem_addr(&full[s]);
     mbar_expect_tx(fb, kABytes + kWBytes);
     tensor_copy_hint(as + s * kABytes, &ta, kt * kBK, m0, fb, once);
@@ -375,14 +395,28 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
     }
     int m0 = 0, n0 = 0, next_m0 = 0, next_n0 = 0;
     bool has_next = false;  // the CTA has a tile after this one
-    // Stage s, K step kt of this tile, is done with: refill it with the ring's copy kStages on, or
-    // hand it to the producer.
-    auto hand_back = [&](int s, int kt) {
+    // Stage s, the ring's copy q (K step kt of this tile), is done with: refill it with the ring's
+    // copy kStages on, or hand it to the producer. In a cluster a self-fed consumer refills a
+    // stage once both CTAs' consumers are done with it, one K step after its own hand-back (by
+    // then the peer's has come, so the products do not wait for it; session 47: waiting at once
+    // took the kernel without its epilogue from 26.8 to 34.5 us).
+    auto refill = [&](int s, int kt, int q) {
+      if (kt + kStages >= KT && !has_next) return;
+      if constexpr (kCluster > 1) mbar_wait_parity(smem_addr(&empty[s]), (q / kStages) & 1);
+      if (kt + kStages < KT)
+        fill(s, kt + kStages, m0, n0);
+      else
+        fill(s, kt + kStages - KT, next_m0, next_n0);
+    };
+    auto hand_back = [&](int s, int kt, int q) {
       if constexpr (kSelfFed) {
-        if (kt + kStages < KT)
-          fill(s, kt + kStages, m0, n0);
-        else if (has_next)
-          fill(s, kt + kStages - KT, next_m0, next_n0);
+        if constexpr (kCluster > 1) {
+          arrive_in_cluster<kCluster>(smem_addr(&empty[s]));
+          if (kt > 0) refill((q - 1) % kStages, kt - 1, q - 1);
+          if (kt == KT - 1) refill(s, kt, q);  // the tile's last: its epilogue can wait
+        } else {
+          refill(s, kt, q);
+        }
       } else {
         arrive_in_cluster<kCluster>(smem_addr(&empty[s]));
       }
@@ -397,21 +431,36 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
     // warpgroup that waited for a stage's next use while the other still waited
     // for its current one would take the current one's completion for its own.
     for (int l = c, t = cluster + c * clusters; t < tiles; l += 2, t += 2 * clusters) {
+      origin(t, m0, n0);
+      has_next = t + clusters < tiles;
+      if (kSelfFed && has_next) origin(t + clusters, next_m0, next_n0);
+      // The accumulators start at the bias, so that the epilogue adds none (192 additions a thread
+      // fewer beside the other warpgroup's products): 16 bytes a thread of the first kBN / 8 by
+      // cp.async into shared memory (zeros past N or without a bias), then each thread's columns,
+      // before the turn (the warpgroup's epilogue before ends thousands of cycles before the other's
+      // products do). The warpgroup's reads of bias_tile[c] for its tile before are behind the
+      // barriers of that tile's epilogue. This also ends the tile before's accumulators, which the
+      // wgmma operands read ("+f"): with no new value here ptxas kept them live through that
+      // epilogue (192 + 96 registers at 192 wide: 504 bytes of spills).
+      if (lt < kBN / 8) {
+        const bool in = bias && n0 + 8 * lt < p.N;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(&bias_tile[c][8 * lt])),
+                     "l"(in ? bias + n0 + 8 * lt : bias), "r"(in ? 16 : 0)
+                     : "memory");
+        asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
+      }
+      asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        const float2 b = unpack2<T>(*reinterpret_cast<const uint32_t*>(&bias_tile[c][8 * j + 2 * (lane % 4)]));
+#pragma unroll
+        for (int r2 = 0; r2 < 2; ++r2)
+          acc0[4 * j + 2 * r2] = acc1[4 * j + 2 * r2] = b.x, acc0[4 * j + 2 * r2 + 1] = acc1[4 * j + 2 * r2 + 1] = b.y;
+      }
       if (l > 0) mbar_wait_parity(smem_addr(&turn[c]), ((l - 1) / 2) & 1);
       const bool stamp = p.trace && blockIdx.x == 0 && lt == 0 && l < 16;
       if (stamp) p.trace[3 * l] = clock64();
       if (p.span && l == 0 && lt == 0) p.span[2 * blockIdx.x] = global_ns();
-      origin(t, m0, n0);
-      has_next = t + clusters < tiles;
-      if (kSelfFed && has_next) origin(t + clusters, next_m0, next_n0);
-      // The tile's bias, 16 bytes a thread of the first kBN / 8, into shared memory after the products.
-      uint4 bias_chunk{0u, 0u, 0u, 0u};
-      if (lt < kBN / 8 && bias && n0 + 8 * lt < p.N) bias_chunk = __ldg(reinterpret_cast<const uint4*>(bias + n0 + 8 * lt));
-      // The tile before's accumulators are dead once packed; the wgmma operands read them ("+f"),
-      // so without a new value here ptxas keeps them live through that epilogue (192 + 96
-      // registers at 192 wide: 504 bytes of spills). The first products overwrite these zeros.
-#pragma unroll
-      for (int i = 0; i < kBN / 2; ++i) acc0[i] = 0.f, acc1[i] = 0.f;
       int it = l * KT;
       for (int kt = 0; kt < KT; ++kt, ++it) {
         const int s = it % kStages;
@@ -423,27 +472,22 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
         for (int k = 0; k < kStep / 16; ++k) {
           const uint32_t a = as + s * kABytes + k * 32;
           const uint64_t db = sw128_mn_desc(ws + s * kWBytes + k * 16 * 128, kWBoxBytes);
-          wgmma_ss_wide<T, kBN, true>(acc0, a_desc<kStep>(a), db, kt > 0 || k > 0);
-          wgmma_ss_wide<T, kBN, true>(acc1, a_desc<kStep>(a + 64 * kStep * 2), db, kt > 0 || k > 0);
+          wgmma_ss_wide<T, kBN, true>(acc0, a_desc<kStep>(a), db);
+          wgmma_ss_wide<T, kBN, true>(acc1, a_desc<kStep>(a + 64 * kStep * 2), db);
         }
         wgmma_commit();
         wgmma_wait<1>();  // the previous step's products are done: hand its
                           // stage back
-        if (kt > 0 && lt == 0) hand_back((it - 1) % kStages, kt - 1);
+        if (kt > 0 && lt == 0) hand_back((it - 1) % kStages, kt - 1, it - 1);
       }
       // Every thread of the warpgroup is past its waits: the other's turn.
       asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
       if (lt == 0) mbar_arrive(smem_addr(&turn[1 - c]));
       wgmma_wait<0>();
-      if (lt == 0) hand_back((it - 1) % kStages, KT - 1);
+      if (lt == 0) hand_back((it - 1) % kStages, KT - 1, it - 1);
       if (stamp) p.trace[3 * l + 1] = clock64();
-      // (The epilogue before has read the last tile's bias: its barriers are behind every thread.)
-      if (lt < kBN / 8) *reinterpret_cast<uint4*>(&bias_tile[c][8 * lt]) = bias_chunk;
       uint32_t packed[kBN / 2];
-      if (p.mode < 2) {
-        asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the tile's bias is in
-        pack_tile<T, kGelu, kBN>(acc0, acc1, bias_tile[c], lane, packed);
-      }
+      if (p.mode < 2) pack_tile<T, kGelu, kBN>(acc0, acc1, packed);
 
         // The epilogue, while the other warpgroup's tile runs: the staging
         // boxes are free once the stores before have read them.
@@ -455,7 +499,7 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
         }
         const uint32_t half_boxes = boxes + (kHalf ? 0u : h * kStagingBytes / 2);
         stage_half<kBN>(packed, h, half_boxes, warp, lane);
-        if ((h == 1 || kHalf) && p.lsu_store) {
+        if ((h == 1 || kHalf) && kBN == 128 && p.lsu_store) {  // (192 wide: this path made ptxas spill)
           asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
           if (p.mode == 0)
             for (int r = kHalf ? h : 0; r <= h; ++r)
@@ -537,6 +581,7 @@ cudaError_t launch_staged(const PingpongLaunch& a, cudaStream_t stream) {
 // multiples of 8).
 cudaError_t launch_product_pingpong(const PingpongLaunch& a, cudaStream_t stream) {
   using T = __half;
+  if (a.wide && a.cluster == 2 && a.step == 64) return launch_staged<T, 2, true, 192>(a, stream);
   if (a.wide && a.cluster != 1) return cudaErrorInvalidValue;
   if (a.wide) return a.step == 32 ? launch_staged<T, 1, true, 192, 32>(a, stream) : launch_staged<T, 1, true, 192>(a, stream);
   if (a.cluster == 2)
@@ -636,9 +681,9 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
     return x;
   };
   bool ok = true;
-  for (const int variant : {0, 1, 2, 3, 4, 5}) {
+  for (const int variant : {0, 1, 2, 3, 4, 5, 6}) {
     if (o.variant >= 0 && variant != o.variant) continue;
-    const int cluster = variant >= 4 ? 1 : 1 + variant % 2;
+    const int cluster = variant == 6 ? 2 : variant >= 4 ? 1 : 1 + variant % 2;
     pp.cluster = cluster, pp.half_staging = variant / 2 > 0, pp.wide = variant >= 4, pp.step = variant == 5 ? 32 : 64;
     pp.mode = 0;
     pp.lsu_store = o.lsu_store;

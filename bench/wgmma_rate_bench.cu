@@ -15,7 +15,9 @@
 //   --tensor: the copies as two [128 x 64] float16 tensor boxes a chunk (128-byte swizzled, as the
 //   products' stages), not one 32 KB bulk copy.
 //   --ring D: D 32 KB copies in flight (1-6 at N = 128, up to 4 at 192 and 256; default 4): with
-//   Little's law, bytes in flight over the rate give the copies' latency.
+//   Little's law, bytes in flight over the rate give the copies' latency. (Session 47, --spread 3
+//   --tensor, beside wgmma at 96.3-96.5 %: 32 bytes a cycle with one copy in flight, 38-39 with two
+//   to six, so past two the copies are bound by rate, not latency; ~1,000 cycles for one.)
 //   --spread S: CTA b copies from chunk S·b on (the 16 MB source stays in L2), so that the CTAs read
 //   distinct lines, as a product's tiles do; 0 (default): every CTA the same chunks at once.
 #include <cuda.h>
