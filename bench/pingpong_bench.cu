@@ -232,12 +232,10 @@ __device__ __forceinline__ uint32_t gelu_h2(uint32_t bits) {
 }
 
 
-// The warpgroup's tile (acc0: rows 0-63, acc1: 64-127, kBN / 2 accumulators a thread each) plus
-// bias (this thread's pairs: columns 8j + 2·t4, + 1, from the tile's kBN values at `bias_s` in
-// shared memory, copied there from registers loaded before the products: the epilogue's own loads
-// from L2 would wait ~1,000 cycles each under the products' traffic), activated and rounded into
-// pairs: out[(h · kBN / 8 + j) · 2 + r2] holds row half h, column pair j, row 8·r2 of the thread's
-// 16. All of it before any staging, so that the accumulators' registers free up for the
+// The warpgroup's tile (acc0: rows 0-63, acc1: 64-127, kBN / 2 accumulators a thread each, the
+// bias already in them: the products started from it), activated and rounded into pairs:
+// out[(h · kBN / 8 + j) · 2 + r2] holds row half h, column pair j (columns 8j + 2·t4, + 1), row
+// 8·r2 of the thread's 16. All of it before any staging, so that the accumulators' registers free up for the
 // activation's independent chains (with half a tile's accumulators still live, GELU ran one chain
 // at a time) and no activation waits behind the first half's store.
 template <class T, bool kGelu, int kBN>

@@ -124,7 +124,7 @@ class Importer {
         break;
       case AP::TENSOR: {
         a.kind = Attribute::Kind::kTensor;
-        auto t = tensor_from_proto(ap.t(), dir_, path_);
+        auto t = tensor_from_proto(ap.t(), dir_, where("node '" + node.name + "' (" + node.op_type + "): attribute '" + ap.name() + "'"));
         if (!t) return t.status();
         a.t = std::move(*t);
         break;
@@ -132,7 +132,8 @@ class Importer {
       case AP::TENSORS:
         a.kind = Attribute::Kind::kTensors;
         for (const auto& tp : ap.tensors()) {
-          auto t = tensor_from_proto(tp, dir_, path_);
+          auto t = tensor_from_proto(tp, dir_, where("node '" + node.name + "' (" + node.op_type + "): attribute '" +
+                                                     ap.name() + "' [" + std::to_string(a.tensors.size()) + "]"));
           if (!t) return t.status();
           a.tensors.push_back(std::move(*t));
         }

@@ -14,11 +14,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string tensor_desc(const onnx::TensorProto& tp, const std::string& model_path) {
-  return model_path + ": tensor '" + tp.name() + "'";
+std::string tensor_desc(const onnx::TensorProto& tp, const std::string& where) {
+  return tp.name().empty() ? where : where + ": tensor '" + tp.name() + "'";
 }
 
-Status read_external(const onnx::TensorProto& tp, const std::string& dir, const std::string& model_path,
+Status read_external(const onnx::TensorProto& tp, const std::string& dir, const std::string& where,
                      Tensor& t) {
   std::string location;
   int64_t offset = 0, length = -1;
@@ -30,13 +30,13 @@ Status read_external(const onnx::TensorProto& tp, const std::string& dir, const 
       const char* b = kv.value().data();
       auto [end, ec] = std::from_chars(b, b + kv.value().size(), v);
       if (ec != std::errc() || end != b + kv.value().size() || v < 0) {
-        return invalid_model(tensor_desc(tp, model_path) + ": external data " + kv.key() + " '" + kv.value() +
+        return invalid_model(tensor_desc(tp, where) + ": external data " + kv.key() + " '" + kv.value() +
                              "' is not a non-negative integer");
       }
       (kv.key() == "offset" ? offset : length) = v;
     }
   }
-  std::string desc = tensor_desc(tp, model_path);
+  std::string desc = tensor_desc(tp, where);
   if (location.empty()) return invalid_model(desc + ": external data without a location");
   fs::path rel(location);
   if (rel.is_absolute() || location.find("..") != std::string::npos) {
@@ -86,9 +86,9 @@ Status copy_field(const Field& field, Tensor& t, const std::string& desc) {
 }  // namespace
 
 Expected<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string& dir,
-                                   const std::string& model_path, const MappedWeights* mapped) {
+                                   const std::string& where, const MappedWeights* mapped) {
   DType dt = DType(tp.data_type());
-  std::string desc = tensor_desc(tp, model_path);
+  std::string desc = tensor_desc(tp, where);
   if (dt == DType::kString) return unsupported(desc + ": string tensors are not supported");
   if (!dtype_is_supported(dt)) {
     return unsupported(desc + ": element type " + dtype_name(dt) + " is not supported");
@@ -119,7 +119,7 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::strin
   }
   Tensor t(dt, shape);
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-    INGOT_RETURN_IF_ERROR(read_external(tp, dir, model_path, t));
+    INGOT_RETURN_IF_ERROR(read_external(tp, dir, where, t));
     return t;
   }
   if (tp.has_raw_data()) {

@@ -18,9 +18,10 @@ struct MappedWeights {
   std::shared_ptr<void> owner;  // keeps the mapping alive
 };
 
-// `dir` is where external data files are looked up; `model_path` is used in messages.
+// `dir` is where external data files are looked up; `where` begins messages: the model's path
+// (the tensor's name follows), or the model's path and the node's attribute holding the tensor.
 Expected<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string& dir,
-                                   const std::string& model_path, const MappedWeights* mapped = nullptr);
+                                   const std::string& where, const MappedWeights* mapped = nullptr);
 void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto& tp);
 
 }  // namespace ingot

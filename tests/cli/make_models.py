@@ -90,6 +90,15 @@ def main():
                [vi("y", F, ["batch", "sequence", 4]), vi("mask_out", I64, ["batch", "sequence"])], inits=[E]),
          "embed.onnx")
 
+    # undefined_constant.onnx: a Constant whose value tensor has no element type (UNDEFINED)
+    value = TensorProto()
+    value.dims.extend([4])
+    value.data_type = TensorProto.UNDEFINED
+    value.raw_data = bytes(16)
+    save(model([helper.make_node("Constant", [], ["c"], name="const_1", value=value),
+                helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+               [vi("x", F, ["batch", 4])], [vi("y", F, ["batch", 4])]), "undefined_constant.onnx")
+
     # truncated.onnx: mlp.onnx cut in half
     with open(mlp_path, "rb") as f:
         data = f.read()

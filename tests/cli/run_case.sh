@@ -81,6 +81,9 @@ PY
   not_onnx)            expect_error 1 "not_onnx.onnx: not" -- run "$M/not_onnx.onnx" ;;
   truncated)           expect_error 1 "truncated.onnx: not a valid ONNX model" -- inspect "$M/truncated.onnx" ;;
   unknown_op)          expect_error 1 "node 'frob_1' (FrobnicateTensor): ingot has no cpu kernel" -- run "$M/unknown_op.onnx" ;;
+  # A tensor in a node's attribute has no name of its own: the error names the node and attribute.
+  undefined_constant)  expect_error 1 "undefined_constant.onnx: node 'const_1' (Constant): attribute 'value': element type undefined is not supported" \
+                         -- run "$M/undefined_constant.onnx" ;;
   unknown_domain)      expect_error 1 "domain 'com.example.custom'" -- run "$M/unknown_domain.onnx" ;;
   wrong_input_name)    expect_error 1 "has no input 'nope' (its inputs: x)" -- run "$M/identity.onnx" --input "nope=$M/x_2x4.npy" ;;
   wrong_input_dtype)   expect_error 1 "input 'x' has dtype int64, expected float32" -- run "$M/identity.onnx" --input "x=$M/x_int64_2x4.npy" ;;
