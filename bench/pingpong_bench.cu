@@ -19,7 +19,7 @@
 //
 // Built for sm_90a (wgmma, setmaxnreg), linked with libingot (lt_gemm). On the GPU machine:
 //   pingpong_bench [SHAPE] [--rows M] [--seconds S] [--rounds R] [--variant V] [--mode 0|1|2]
-//                  [--lsu-store] [--trace]
+//                  [--lsu-store] [--trace] [--pace NS]
 //   SHAPE: ffn1 (GELU), ffn1_nogelu, qkv, out, ffn2 (all by default); V: 0-6, the kernel's variants
 //   (0-3: 128 wide, clusters of 1 and 2, full and half staging; 4: 192 wide, self-fed, four stages
 //   of K 64; 5: the same with eight stages of K 32; 6: variant 4 with W multicast across clusters
@@ -27,7 +27,8 @@
 //   epilogue (timing aids: outputs checked in mode 0 first); --lsu-store: the output by 16-byte shared
 //   loads and global stores instead of bulk tensor stores (128 wide); --trace: before the timing,
 //   CTA 0's clock at each tile's turn, products done and epilogue done, and every CTA's start and
-//   end (%globaltimer) of one launch. --rounds 0 checks and traces without timing. Exits 1 when an
+//   end (%globaltimer) of one launch; --pace NS: a pause of NS after each 8 columns' activation in
+//   the epilogue (a timing aid). --rounds 0 checks and traces without timing. Exits 1 when an
 //   output is wrong.
 #include <cublasLt.h>
 #include <cuda.h>
@@ -125,6 +126,10 @@ using namespace ingot::cuda;
 // against variant 4's 26.8); refilling one K step later, to 11.7-11.9k with --mode 2 (a shorter
 // lead) against 10.5k. A copying warp instead (288 threads) cannot hold a 128 x 192 tile: ptxas
 // gives __maxnreg__(224) and the launch fails for want of registers (a sub-partition's third warp).
+// --pace NS (a pause after each 8 columns' activation) spreads the epilogue out: the products
+// beside it take 11.5-11.9k cycles a tile at 100 ns (epilogue 10.6-11.6k) and 10.8-11.4k at 200
+// (epilogue 15.8k, longer than the products), against 12.0-12.1k unpaced: the cost to the products
+// follows the epilogue's density. The kernel was slower at every pace (the last epilogue longer).
 enum class PingpongActivation { kNone, kGeluTanh };
 
 struct PingpongLaunch {
@@ -139,6 +144,7 @@ struct PingpongLaunch {
   int mode = 0;              // Params::mode
   bool lsu_store = false;    // Params::lsu_store
   long long* trace = nullptr;  // Params::trace
+  unsigned pace_ns = 0;        // Params::pace_ns
   unsigned long long* span = nullptr;  // Params::span
   bool wide = false;         // 128 x 192 tiles a warpgroup (self-fed, half staging), not 128 x 128
   int step = 64;             // the K step a stage holds (wide only): 64 (four stages) or 32 (eight)
@@ -188,6 +194,7 @@ struct Params {
   bool lsu_store;  // the output from the staging boxes by 16-byte ld.shared / st.global, not bulk tensor stores
   long long* trace;  // timing aid: CTA 0's clock at each tile's turn, products done, epilogue done
   unsigned long long* span;  // timing aid: each CTA's %globaltimer at its first turn and at its end [2 · grid]
+  unsigned pace_ns;  // timing aid: a pause after each 8 columns' activation, spreading the epilogue out
 };
 
 // Rows 64·rr .. + 63 of the tile from the staging boxes at `box0` (two 64 x 64 boxes, 128-byte
@@ -240,9 +247,10 @@ __device__ __forceinline__ uint32_t gelu_h2(uint32_t bits) {
 // at a time) and no activation waits behind the first half's store.
 template <class T, bool kGelu, int kBN>
 __device__ __forceinline__ void pack_tile(const float (&acc0)[kBN / 2], const float (&acc1)[kBN / 2],
-                                          uint32_t (&out)[kBN / 2]) {
+                                          uint32_t (&out)[kBN / 2], unsigned pace_ns) {
 #pragma unroll
   for (int j = 0; j < kBN / 8; ++j) {
+    if (pace_ns) __nanosleep(pace_ns);
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -485,7 +493,7 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
       if (lt == 0) hand_back((it - 1) % kStages, KT - 1, it - 1);
       if (stamp) p.trace[3 * l + 1] = clock64();
       uint32_t packed[kBN / 2];
-      if (p.mode < 2) pack_tile<T, kGelu, kBN>(acc0, acc1, packed);
+      if (p.mode < 2) pack_tile<T, kGelu, kBN>(acc0, acc1, packed, p.pace_ns);
 
         // The epilogue, while the other warpgroup's tile runs: the staging
         // boxes are free once the stores before have read them.
@@ -547,7 +555,7 @@ cudaError_t launch(const PingpongLaunch& a, cudaStream_t stream) {
   if (kThreadsOf<kBN> == 256 && (a.K + kStep - 1) / kStep <= kStagesOf<kHalf, kBN, kStep>) return cudaErrorInvalidValue;
   Params p{};
   p.bias = a.bias, p.M = int(a.M), p.N = int(a.N), p.K = int(a.K), p.mode = a.mode;
-  p.y = a.y, p.lsu_store = a.lsu_store, p.trace = a.trace, p.span = a.span;
+  p.y = a.y, p.lsu_store = a.lsu_store, p.trace = a.trace, p.span = a.span, p.pace_ns = a.pace_ns;
   const int64_t cluster_tiles = ((a.M + kBM - 1) / kBM + kCluster - 1) / kCluster * ((a.N + kBN - 1) / kBN);
   cudaLaunchAttribute attrs[2];
   unsigned n = 0;
@@ -637,6 +645,7 @@ Sustained sustained(cudaStream_t s, float seconds, F launch) {
 struct Options {
   float seconds = 1.5f;
   int rounds = 2, variant = -1, mode = 0;
+  unsigned pace_ns = 0;
   bool lsu_store = false, trace = false;
 };
 
@@ -685,6 +694,7 @@ bool run_shape(const Shape& sh, cudaStream_t s, ingot::cuda::CudaHandles& handle
     pp.cluster = cluster, pp.half_staging = variant / 2 > 0, pp.wide = variant >= 4, pp.step = variant == 5 ? 32 : 64;
     pp.mode = 0;
     pp.lsu_store = o.lsu_store;
+    pp.pace_ns = o.pace_ns;
     CK(cudaMemset(mine, 0xFF, size_t(M) * N * 2));  // NaN: an unwritten element fails the check
     own();
     CK(cudaGetLastError());
@@ -778,6 +788,8 @@ int main(int argc, char** argv) {
       o.rounds = std::atoi(argv[++i]);
     else if (a == "--variant" && i + 1 < argc)
       o.variant = std::atoi(argv[++i]);
+    else if (a == "--pace" && i + 1 < argc)
+      o.pace_ns = unsigned(std::atoi(argv[++i]));
     else if (a == "--lsu-store")
       o.lsu_store = true;
     else if (a == "--trace")
