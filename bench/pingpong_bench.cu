@@ -401,30 +401,31 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
     }
     int m0 = 0, n0 = 0, next_m0 = 0, next_n0 = 0;
     bool has_next = false;  // the CTA has a tile after this one
-    // Stage s, the ring's copy q (K step kt of this tile), is done with: refill it with the ring's
+    // The ring's copy q (stage q % kStages, K step kt of this tile) is done with: refill it with the ring's
     // copy kStages on, or hand it to the producer. In a cluster a self-fed consumer refills a
     // stage once both CTAs' consumers are done with it, one K step after its own hand-back (by
     // then the peer's has come, so the products do not wait for it; session 47: waiting at once
     // took the kernel without its epilogue from 26.8 to 34.5 us).
-    auto refill = [&](int s, int kt, int q) {
+    auto refill = [&](int kt, int q) {
       if (kt + kStages >= KT && !has_next) return;
+      const int s = q % kStages;
       if constexpr (kCluster > 1) mbar_wait_parity(smem_addr(&empty[s]), (q / kStages) & 1);
       if (kt + kStages < KT)
         fill(s, kt + kStages, m0, n0);
       else
         fill(s, kt + kStages - KT, next_m0, next_n0);
     };
-    auto hand_back = [&](int s, int kt, int q) {
+    auto hand_back = [&](int kt, int q) {
       if constexpr (kSelfFed) {
         if constexpr (kCluster > 1) {
-          arrive_in_cluster<kCluster>(smem_addr(&empty[s]));
-          if (kt > 0) refill((q - 1) % kStages, kt - 1, q - 1);
-          if (kt == KT - 1) refill(s, kt, q);  // the tile's last: its epilogue can wait
+          arrive_in_cluster<kCluster>(smem_addr(&empty[q % kStages]));
+          if (kt > 0) refill(kt - 1, q - 1);
+          if (kt == KT - 1) refill(kt, q);  // the tile's last: its epilogue can wait
         } else {
-          refill(s, kt, q);
+          refill(kt, q);
         }
       } else {
-        arrive_in_cluster<kCluster>(smem_addr(&empty[s]));
+        arrive_in_cluster<kCluster>(smem_addr(&empty[q % kStages]));
       }
     };
     const uint32_t boxes = stg + uint32_t(c) * kStagingBytes;
@@ -484,13 +485,13 @@ __global__ void __launch_bounds__(kThreadsOf<kBN>, 1)
         wgmma_commit();
         wgmma_wait<1>();  // the previous step's products are done: hand its
                           // stage back
-        if (kt > 0 && lt == 0) hand_back((it - 1) % kStages, kt - 1, it - 1);
+        if (kt > 0 && lt == 0) hand_back(kt - 1, it - 1);
       }
       // Every thread of the warpgroup is past its waits: the other's turn.
       asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
       if (lt == 0) mbar_arrive(smem_addr(&turn[1 - c]));
       wgmma_wait<0>();
-      if (lt == 0) hand_back((it - 1) % kStages, KT - 1, it - 1);
+      if (lt == 0) hand_back(KT - 1, it - 1);
       if (stamp) p.trace[3 * l + 1] = clock64();
       uint32_t packed[kBN / 2];
       if (p.mode < 2) pack_tile<T, kGelu, kBN>(acc0, acc1, packed, p.pace_ns);

@@ -108,10 +108,11 @@ class Importer {
       else if (ap.tensors_size()) type = AP::TENSORS;
       else if (ap.graphs_size()) type = AP::GRAPHS;
     }
-    // What messages about the attribute begin with (an attribute's tensors have no names).
-    const std::string at = where("node '" + node.name + "' (" + node.op_type + "): attribute '" + ap.name() + "'");
+    // What messages about the attribute begin with (an attribute's tensors have no names); built
+    // only for a message or a tensor, not for every attribute of the model.
+    auto at = [&] { return where("node '" + node.name + "' (" + node.op_type + "): attribute '" + ap.name() + "'"); };
     if (!ap.ref_attr_name().empty()) {
-      return invalid_model(at + " refers to a function attribute outside a function");
+      return invalid_model(at() + " refers to a function attribute outside a function");
     }
     switch (type) {
       case AP::FLOAT: a.kind = Attribute::Kind::kFloat; a.f = ap.f(); break;
@@ -125,7 +126,7 @@ class Importer {
         break;
       case AP::TENSOR: {
         a.kind = Attribute::Kind::kTensor;
-        auto t = tensor_from_proto(ap.t(), dir_, at);
+        auto t = tensor_from_proto(ap.t(), dir_, at());
         if (!t) return t.status();
         a.t = std::move(*t);
         break;
@@ -133,7 +134,7 @@ class Importer {
       case AP::TENSORS:
         a.kind = Attribute::Kind::kTensors;
         for (const auto& tp : ap.tensors()) {
-          auto t = tensor_from_proto(tp, dir_, at + " [" + std::to_string(a.tensors.size()) + "]");
+          auto t = tensor_from_proto(tp, dir_, at() + " [" + std::to_string(a.tensors.size()) + "]");
           if (!t) return t.status();
           a.tensors.push_back(std::move(*t));
         }
@@ -161,7 +162,7 @@ class Importer {
         return unsupported(where("node '" + node.name + "' (" + node.op_type + "): sparse tensor attribute '" +
                                  ap.name() + "' is not supported"));
       default:
-        return invalid_model(at + " has no value");
+        return invalid_model(at() + " has no value");
     }
     return Status::ok();
   }
