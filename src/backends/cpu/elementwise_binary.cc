@@ -171,27 +171,9 @@ using XorKernel = BinaryKernel<XorOp, Types::kBool, true>;
 // ---------------------------------------------------------------------------------------
 // Pow: base and exponent dtypes may differ (opset 12+); the output has the base's dtype.
 
-template <class C>
-C int_pow(C a, int64_t e) {
-  if (e < 0) {
-    if (a == 1) return C(1);
-    if constexpr (std::is_signed_v<C>) {
-      if (a == C(-1)) return (e & 1) ? C(-1) : C(1);
-    }
-    return C(0);  // |a| > 1 truncates to 0; 0 to a negative power is a division by zero: 0
-  }
-  wrap_t<C> r = 1, b = wrap_t<C>(a);
-  while (e) {
-    if (e & 1) r = wrap_t<C>(r * b);
-    b = wrap_t<C>(b * b);
-    e >>= 1;
-  }
-  return C(r);
-}
-
 struct PowOp {
   template <class C, class E> C operator()(C a, E b) const {
-    if constexpr (std::is_integral_v<C> && std::is_integral_v<E>) return int_pow(a, int64_t(b));
+    if constexpr (std::is_integral_v<C> && std::is_integral_v<E>) return scalar::int_pow(a, int64_t(b));
     else if constexpr (std::is_integral_v<C>) return float_to_int<C>(std::pow(double(a), double(b)));
     else if constexpr (std::is_same_v<C, E>) return std::pow(a, b);
     else return C(std::pow(double(a), double(b)));

@@ -208,15 +208,7 @@ struct ShrinkOp {
     INGOT_RETURN_IF_ERROR(check_finite("lambd", lambd));
     return check_finite("bias", bias);
   }
-  template <class C> C operator()(C x) const {
-    if constexpr (std::is_integral_v<C>) {
-      double v = double(x);
-      double r = v < -double(lambd) ? v + double(bias) : (v > double(lambd) ? v - double(bias) : 0.0);
-      return float_to_int<C>(r);
-    } else {
-      return x < C(-lambd) ? x + C(bias) : (x > C(lambd) ? x - C(bias) : C(0));
-    }
-  }
+  template <class C> C operator()(C x) const { return scalar::shrink(x, lambd, bias); }
 };
 
 // ---------------------------------------------------------------------------------------

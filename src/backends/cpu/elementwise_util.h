@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/dispatch.h"
+#include "ir/scalar_semantics.h"
 #include "ir/shape_util.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
@@ -30,24 +31,9 @@ constexpr bool is_half_v = std::is_same_v<T, float16> || std::is_same_v<T, bfloa
 template <class T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 
-// Unsigned type wide enough that arithmetic on it never promotes to signed int: wrapping
-// integer add/sub/mul/neg without undefined behaviour.
-template <class T>
-using wrap_t = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
-
-// float -> integer: NaN gives 0, values outside int64 saturate, the rest truncate toward zero
-// and wrap into the target (as numpy's astype does on x86).
-template <class I>
-inline I float_to_int(double x) {
-  if (std::isnan(x)) return I(0);
-  if constexpr (std::is_same_v<I, uint64_t>) {
-    if (x >= 18446744073709551615.0) return std::numeric_limits<uint64_t>::max();
-    if (x >= 9223372036854775808.0) return uint64_t(x);
-  }
-  if (x >= 9223372036854775807.0) return I(std::numeric_limits<int64_t>::max());
-  if (x <= -9223372036854775808.0) return I(std::numeric_limits<int64_t>::min());
-  return I(int64_t(x));
-}
+// Wrapping integer arithmetic and float -> integer conversion: the rules every backend shares.
+using scalar::float_to_int;
+using scalar::wrap_t;
 
 // Converts one value between any two storable element types.
 template <class TO, class TI>

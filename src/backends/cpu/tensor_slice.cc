@@ -1,103 +1,104 @@
-// Slice, Expand, Tile and Pad: ops that read a strided or repeated view of their input.
+// Slice, Expand, Tile and Pad: ops that read a strided or repeated view of their input; and
+// Slice's view itself (strided_views.h), which the CUDA Slice kernel reads too.
 #include <limits>
 
 #include "backends/cpu/tensor_util.h"
+#include "backends/cpu/strided_views.h"
 
 namespace ingot {
 namespace tensor_ops {
+
+Expected<SliceView> slice_view(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                               const std::vector<int64_t>* axes_in, const std::vector<int64_t>* steps_in) {
+  const int r = int(in.size());
+  const size_t n = starts.size();
+  if (ends.size() != n)
+    return invalid_argument("starts " + ints_str(starts) + " and ends " + ints_str(ends) + " differ in length");
+  std::vector<int64_t> axes, steps;
+  if (axes_in) {
+    axes = *axes_in;
+    if (axes.size() != n) return invalid_argument("axes " + ints_str(axes) + " and starts " + ints_str(starts) + " differ in length");
+  } else {
+    for (size_t i = 0; i < n; ++i) axes.push_back(int64_t(i));
+  }
+  if (steps_in) {
+    steps = *steps_in;
+    if (steps.size() != n) return invalid_argument("steps " + ints_str(steps) + " and starts " + ints_str(starts) + " differ in length");
+  } else {
+    steps.assign(n, 1);
+  }
+  SliceView p;
+  p.out = in;
+  p.start.assign(size_t(r), 0);
+  p.step.assign(size_t(r), 1);
+  std::vector<bool> seen(size_t(r), false);
+  for (size_t i = 0; i < n; ++i) {
+    INGOT_ASSIGN_OR_RETURN(int a, normalize_axis(axes[i], r, "axes entry"));
+    if (seen[size_t(a)]) return invalid_argument("axes " + ints_str(axes) + " has a repeated axis");
+    seen[size_t(a)] = true;
+    int64_t d = in[size_t(a)], st = steps[i];
+    if (st == 0) return invalid_argument("steps " + ints_str(steps) + " has a 0 step");
+    st = std::clamp<int64_t>(st, -(d + 1), d + 1);  // larger steps take one element, like d + 1
+    if (st == 0) st = 1;
+    int64_t s = starts[i], e = ends[i];
+    if (s < 0) s = s < -d ? -1 : s + d;  // avoid overflow with INT64_MIN
+    if (e < 0) e = e < -d ? -1 : e + d;
+    int64_t len;
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, d);
+      e = std::clamp<int64_t>(e, 0, d);
+      len = e > s ? (e - s - 1) / st + 1 : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, d - 1);
+      e = std::clamp<int64_t>(e, -1, d - 1);
+      len = s > e ? (s - e - 1) / (-st) + 1 : 0;
+    }
+    if (d == 0) len = 0;
+    p.out[size_t(a)] = len;
+    p.start[size_t(a)] = len ? s : 0;
+    p.step[size_t(a)] = st;
+  }
+  return p;
+}
+
+Status SliceParams::init(const Node& node, int opset) {
+  from_attr_ = opset < 10;
+  if (from_attr_) {
+    if (!node.attrs.has("starts") || !node.attrs.has("ends")) return invalid_model("attributes 'starts' and 'ends' are required");
+    starts_ = node.attrs.get_ints("starts");
+    ends_ = node.attrs.get_ints("ends");
+    has_axes_ = node.attrs.has("axes");
+    axes_ = node.attrs.get_ints("axes");
+  }
+  return Status::ok();
+}
+
+Expected<SliceView> SliceParams::view(const Shape& in, const Tensor* const* v) const {
+  if (from_attr_) return slice_view(in, starts_, ends_, has_axes_ ? &axes_ : nullptr, nullptr);
+  INGOT_ASSIGN_OR_RETURN(auto s, read_int_list(*v[1], 1, "starts"));
+  INGOT_ASSIGN_OR_RETURN(auto e, read_int_list(*v[2], 2, "ends"));
+  std::vector<int64_t> axes, steps;
+  if (v[3]) {
+    INGOT_ASSIGN_OR_RETURN(axes, read_int_list(*v[3], 3, "axes"));
+  }
+  if (v[4]) {
+    INGOT_ASSIGN_OR_RETURN(steps, read_int_list(*v[4], 4, "steps"));
+  }
+  return slice_view(in, s, e, v[3] ? &axes : nullptr, v[4] ? &steps : nullptr);
+}
+
 namespace {
 
 // ---------------------------------------------------------------- Slice
-struct SlicePlan {
-  Shape out;
-  std::vector<int64_t> start, step;  // per input dim
-};
-
 class SliceKernel : public OpKernel {
  public:
-  Status init(const Node& node, int opset) override {
-    from_attr_ = opset < 10;
-    if (from_attr_) {
-      if (!node.attrs.has("starts") || !node.attrs.has("ends"))
-        return invalid_model("attributes 'starts' and 'ends' are required");
-      starts_ = node.attrs.get_ints("starts");
-      ends_ = node.attrs.get_ints("ends");
-      has_axes_ = node.attrs.has("axes");
-      axes_ = node.attrs.get_ints("axes");
-    }
-    return Status::ok();
-  }
-  Expected<SlicePlan> plan(const Shape& in, std::vector<int64_t> starts, std::vector<int64_t> ends,
-                           const std::vector<int64_t>* axes_in, const std::vector<int64_t>* steps_in) const {
-    int r = int(in.size());
-    size_t n = starts.size();
-    if (ends.size() != n)
-      return invalid_argument("starts " + ints_str(starts) + " and ends " + ints_str(ends) + " differ in length");
-    std::vector<int64_t> axes, steps;
-    if (axes_in) {
-      axes = *axes_in;
-      if (axes.size() != n) return invalid_argument("axes " + ints_str(axes) + " and starts " + ints_str(starts) + " differ in length");
-    } else {
-      for (size_t i = 0; i < n; ++i) axes.push_back(int64_t(i));
-    }
-    if (steps_in) {
-      steps = *steps_in;
-      if (steps.size() != n) return invalid_argument("steps " + ints_str(steps) + " and starts " + ints_str(starts) + " differ in length");
-    } else {
-      steps.assign(n, 1);
-    }
-    SlicePlan p;
-    p.out = in;
-    p.start.assign(size_t(r), 0);
-    p.step.assign(size_t(r), 1);
-    std::vector<bool> seen(size_t(r), false);
-    for (size_t i = 0; i < n; ++i) {
-      INGOT_ASSIGN_OR_RETURN(int a, normalize_axis(axes[i], r, "axes entry"));
-      if (seen[size_t(a)]) return invalid_argument("axes " + ints_str(axes) + " has a repeated axis");
-      seen[size_t(a)] = true;
-      int64_t d = in[size_t(a)], st = steps[i];
-      if (st == 0) return invalid_argument("steps " + ints_str(steps) + " has a 0 step");
-      st = std::clamp<int64_t>(st, -(d + 1), d + 1);  // larger steps take one element, like d + 1
-      if (st == 0) st = 1;
-      int64_t s = starts[i], e = ends[i];
-      if (s < 0) s = s < -d ? -1 : s + d;  // avoid overflow with INT64_MIN
-      if (e < 0) e = e < -d ? -1 : e + d;
-      int64_t len;
-      if (st > 0) {
-        s = std::clamp<int64_t>(s, 0, d);
-        e = std::clamp<int64_t>(e, 0, d);
-        len = e > s ? (e - s - 1) / st + 1 : 0;
-      } else {
-        s = std::clamp<int64_t>(s, 0, d - 1);
-        e = std::clamp<int64_t>(e, -1, d - 1);
-        len = s > e ? (s - e - 1) / (-st) + 1 : 0;
-      }
-      if (d == 0) len = 0;
-      p.out[size_t(a)] = len;
-      p.start[size_t(a)] = len ? s : 0;
-      p.step[size_t(a)] = st;
-    }
-    return p;
-  }
-  // Reads the plan from attributes or the inputs (values must be known).
-  Expected<SlicePlan> plan_from(const Shape& in, const Tensor* const* v) const {
-    if (from_attr_) return plan(in, starts_, ends_, has_axes_ ? &axes_ : nullptr, nullptr);
-    INGOT_ASSIGN_OR_RETURN(auto s, read_int_list(*v[1], 1, "starts"));
-    INGOT_ASSIGN_OR_RETURN(auto e, read_int_list(*v[2], 2, "ends"));
-    std::vector<int64_t> axes, steps;
-    if (v[3]) {
-      INGOT_ASSIGN_OR_RETURN(axes, read_int_list(*v[3], 3, "axes"));
-    }
-    if (v[4]) {
-      INGOT_ASSIGN_OR_RETURN(steps, read_int_list(*v[4], 4, "steps"));
-    }
-    return plan(in, s, e, v[3] ? &axes : nullptr, v[4] ? &steps : nullptr);
-  }
+  Status init(const Node& node, int opset) override { return params_.init(node, opset); }
   Status infer(InferContext& ctx) const override {
-    INGOT_RETURN_IF_ERROR(check_input_count(ctx, from_attr_ ? 1 : 3, from_attr_ ? 1 : 5));
+    const bool from_attr = params_.from_attributes();
+    INGOT_RETURN_IF_ERROR(check_input_count(ctx, from_attr ? 1 : 3, from_attr ? 1 : 5));
     INGOT_RETURN_IF_ERROR(check_storable(ctx, 0, "data"));
     const Tensor* v[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
-    if (!from_attr_) {
+    if (!from_attr) {
       const char* names[5] = {"data", "starts", "ends", "axes", "steps"};
       for (int i = 1; i < 5; ++i) {
         if (!ctx.has_input(i)) continue;
@@ -109,7 +110,7 @@ class SliceKernel : public OpKernel {
         }
       }
     }
-    INGOT_ASSIGN_OR_RETURN(SlicePlan p, plan_from(ctx.input_shape(0), v));
+    INGOT_ASSIGN_OR_RETURN(SliceView p, params_.view(ctx.input_shape(0), v));
     ctx.set_output(0, ctx.input_dtype(0), p.out);
     return Status::ok();
   }
@@ -117,8 +118,8 @@ class SliceKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const Tensor* v[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
     for (int i = 1; i < 5; ++i)
-      if (!from_attr_ && ctx.has_input(i)) v[i] = &ctx.input(i);
-    INGOT_ASSIGN_OR_RETURN(SlicePlan p, plan_from(x.shape(), v));
+      if (!params_.from_attributes() && ctx.has_input(i)) v[i] = &ctx.input(i);
+    INGOT_ASSIGN_OR_RETURN(SliceView p, params_.view(x.shape(), v));
     Tensor& y = ctx.allocate_output(0, x.dtype(), p.out);
     if (y.numel() == 0) return Status::ok();
     auto st = strides_of(x.shape());
@@ -134,8 +135,7 @@ class SliceKernel : public OpKernel {
   }
 
  private:
-  bool from_attr_ = false, has_axes_ = false;
-  std::vector<int64_t> starts_, ends_, axes_;
+  SliceParams params_;
 };
 
 // ---------------------------------------------------------------- Expand

@@ -1,6 +1,8 @@
 // Transpose, DepthToSpace, SpaceToDepth, and the shared copy loops: strided_copy (used by
-// Slice and Expand too) and permute_copy (a blocked transpose of merged dimensions).
+// Slice and Expand too) and permute_copy (a blocked transpose of merged dimensions); and the
+// DepthToSpace/SpaceToDepth view (strided_views.h), which the CUDA kernel reads too.
 #include "backends/cpu/tensor_util.h"
+#include "backends/cpu/strided_views.h"
 
 namespace ingot {
 namespace tensor_ops {
@@ -149,6 +151,14 @@ void permute_copy(const void* in, const Shape& in_shape, const std::vector<int>&
   });
 }
 
+SpaceDepthView space_depth_view(const Shape& in, int64_t b, bool to_space, bool crd) {
+  const int64_t n = in[0], c = in[1], h = in[2], w = in[3];
+  if (!to_space) return {{n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}};
+  const int64_t c2 = c / (b * b);
+  if (crd) return {{n, c2, b, b, h, w}, {0, 1, 4, 2, 5, 3}};
+  return {{n, b, b, c2, h, w}, {0, 3, 4, 1, 5, 2}};
+}
+
 namespace {
 
 class TransposeKernel : public OpKernel {
@@ -245,24 +255,8 @@ class SpaceDepthKernel : public OpKernel {
   }
   Status compute(ComputeContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
-    Shape s6;
-    std::vector<int> perm;
-    if (to_space_) {
-      int64_t c2 = c / (b_ * b_);
-      if (crd_) {
-        s6 = {n, c2, b_, b_, h, w};
-        perm = {0, 1, 4, 2, 5, 3};
-      } else {
-        s6 = {n, b_, b_, c2, h, w};
-        perm = {0, 3, 4, 1, 5, 2};
-      }
-    } else {
-      s6 = {n, c, h / b_, b_, w / b_, b_};
-      perm = {0, 3, 5, 1, 2, 4};
-    }
-    permute_copy(x.raw(), s6, perm, dtype_size(x.dtype()), y.raw());
+    const SpaceDepthView v = space_depth_view(x.shape(), b_, to_space_, crd_);
+    permute_copy(x.raw(), v.shape6, v.perm, dtype_size(x.dtype()), ctx.output(0).raw());
     return Status::ok();
   }
 

@@ -99,24 +99,6 @@ struct ShiftF {
   }
 };
 
-template <class C>
-__device__ C int_pow(C a, int64_t e) {
-  if (e < 0) {
-    if (a == 1) return C(1);
-    if constexpr (std::is_signed_v<C>) {
-      if (a == C(-1)) return (e & 1) ? C(-1) : C(1);
-    }
-    return C(0);  // |a| > 1 truncates to 0; 0 to a negative power is a division by zero: 0
-  }
-  wrap_t<C> r = 1, b = wrap_t<C>(a);
-  while (e) {
-    if (e & 1) r = wrap_t<C>(r * b);
-    b = wrap_t<C>(b * b);
-    e >>= 1;
-  }
-  return C(r);
-}
-
 // Float powers go through double: the CPU's pow is correctly rounded, CUDA's powf is not.
 // x ** 2 is a multiply, as on the CPU's fast path (and exactly pow's rounded result).
 struct PowF {
@@ -124,7 +106,7 @@ struct PowF {
   static constexpr bool kBoolOut = false;
   template <class C, class E> __device__ C operator()(C a, E b) const {
     if constexpr (std::is_integral_v<C> && std::is_integral_v<E>) {
-      return int_pow(a, int64_t(b));
+      return scalar::int_pow(a, int64_t(b));
     } else if constexpr (std::is_integral_v<C>) {
       return float_to_int<C>(pow(double(a), double(b)));
     } else {

@@ -14,6 +14,7 @@
 
 #include "backends/cuda/cuda_common.cuh"
 #include "backends/cuda/elementwise_impl.h"
+#include "ir/scalar_semantics.h"
 
 namespace ingot::cuda::ew {
 
@@ -28,10 +29,10 @@ constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 template <class T>
 using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 
-// Unsigned type wide enough that arithmetic on it never promotes to signed int: wrapping
-// integer add/sub/mul/neg without undefined behaviour (the CPU's wrap_t).
-template <class T>
-using wrap_t = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+// Wrapping integer arithmetic and float -> integer conversion: the CPU kernels' rules, one
+// definition for both (ir/scalar_semantics.h).
+using scalar::float_to_int;
+using scalar::wrap_t;
 
 template <class T>
 __device__ __forceinline__ compute_t<T> load_c(T v) {
@@ -55,20 +56,6 @@ __device__ __forceinline__ TO store_as(R r) {
 // kernels' Clip, HardSigmoid and HardSwish results depend on.
 template <class C> __device__ __forceinline__ C std_max(C a, C b) { return (a < b) ? b : a; }
 template <class C> __device__ __forceinline__ C std_min(C a, C b) { return (b < a) ? b : a; }
-
-// float -> integer: NaN gives 0, values outside int64 saturate, the rest truncate toward
-// zero and wrap into the target (the CPU's float_to_int).
-template <class I>
-__device__ __forceinline__ I float_to_int(double x) {
-  if (x != x) return I(0);
-  if constexpr (std::is_same_v<I, uint64_t>) {
-    if (x >= 18446744073709551615.0) return ~uint64_t(0);
-    if (x >= 9223372036854775808.0) return uint64_t(x);
-  }
-  if (x >= 9223372036854775807.0) return I(INT64_MAX);
-  if (x <= -9223372036854775808.0) return I(INT64_MIN);
-  return I(int64_t(x));
-}
 
 // Converts one value between any two element types (the CPU's convert).
 template <class TO, class TI>

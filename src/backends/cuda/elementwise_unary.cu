@@ -120,16 +120,7 @@ struct SignF : Params {
 struct ShrinkF : Params {
   static constexpr Set kSet = Set::kNumeric;
   static constexpr bool kBoolOut = false;
-  template <class C> __device__ C operator()(C x) const {
-    const float lambd = float(a), bias = float(b);
-    if constexpr (std::is_integral_v<C>) {
-      double v = double(x);
-      double r = v < -double(lambd) ? v + double(bias) : (v > double(lambd) ? v - double(bias) : 0.0);
-      return float_to_int<C>(r);
-    } else {
-      return x < C(-lambd) ? x + C(bias) : (x > C(lambd) ? x - C(bias) : C(0));
-    }
-  }
+  template <class C> __device__ C operator()(C x) const { return scalar::shrink(x, float(a), float(b)); }
 };
 struct IsNaNF : Params {
   static constexpr Set kSet = Set::kFloat;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/tensor_util.h"
+#include "backends/cpu/strided_views.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/tensor_impl.h"
 

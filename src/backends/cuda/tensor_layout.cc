@@ -60,25 +60,10 @@ class SpaceDepthKernel : public CudaKernel {
   Status compute(CudaComputeContext& ctx) const override {
     if (empty_output(ctx)) return Status::ok();
     const Tensor& x = ctx.input(0);
-    int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
-    Shape s6;
-    std::vector<int> perm;
-    if (to_space_) {
-      int64_t c2 = c / (b_ * b_);
-      if (crd_) {
-        s6 = {n, c2, b_, b_, h, w};
-        perm = {0, 1, 4, 2, 5, 3};
-      } else {
-        s6 = {n, b_, b_, c2, h, w};
-        perm = {0, 3, 4, 1, 5, 2};
-      }
-    } else {
-      s6 = {n, c, h / b_, b_, w / b_, b_};
-      perm = {0, 3, 5, 1, 2, 4};
-    }
-    return launch_result(
-        launch_strided_copy(x.raw(), ctx.output(0).raw(), dtype_size(x.dtype()), permute_desc(s6, perm), ctx.stream()),
-        to_space_ ? "DepthToSpace" : "SpaceToDepth");
+    const tensor_ops::SpaceDepthView v = tensor_ops::space_depth_view(x.shape(), b_, to_space_, crd_);
+    return launch_result(launch_strided_copy(x.raw(), ctx.output(0).raw(), dtype_size(x.dtype()),
+                                             permute_desc(v.shape6, v.perm), ctx.stream()),
+                         to_space_ ? "DepthToSpace" : "SpaceToDepth");
   }
 
  private:

@@ -11,19 +11,10 @@ using namespace tensor_host;
 // ---------------------------------------------------------------- Slice
 class SliceKernel : public CudaKernel {
  public:
-  Status init(const Node& node, int opset) override {
-    from_attr_ = opset < 10;
-    if (from_attr_) {
-      starts_ = node.attrs.get_ints("starts");
-      ends_ = node.attrs.get_ints("ends");
-      has_axes_ = node.attrs.has("axes");
-      axes_ = node.attrs.get_ints("axes");
-    }
-    return Status::ok();
-  }
+  Status init(const Node& node, int opset) override { return params_.init(node, opset); }
   std::string supports(const std::vector<InputMeta>& inputs, const std::vector<OutputMeta>& outputs) const override {
     const Tensor* v[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
-    if (!from_attr_) {
+    if (!params_.from_attributes()) {
       const char* names[5] = {"data", "starts", "ends", "axes", "steps"};
       for (int i = 1; i < 5 && size_t(i) < inputs.size(); ++i) {
         if (std::string r = host_value_reason(inputs, i, names[i]); !r.empty()) return r;
@@ -41,7 +32,7 @@ class SliceKernel : public CudaKernel {
     const Tensor& x = ctx.input(0);
     const Tensor* v[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
     for (int i = 1; i < 5; ++i)
-      if (!from_attr_ && ctx.has_input(i)) v[i] = ctx.host_value(i);
+      if (!params_.from_attributes() && ctx.has_input(i)) v[i] = ctx.host_value(i);
     INGOT_ASSIGN_OR_RETURN(auto d, desc(x.shape(), v));
     const size_t es = dtype_size(x.dtype());
     const void* first = static_cast<const uint8_t*>(x.raw()) + d.second * int64_t(es);
@@ -49,64 +40,21 @@ class SliceKernel : public CudaKernel {
   }
 
  private:
-  // The copy (dims and strides per input axis) and the offset of its first element. The
-  // per-axis arithmetic is the CPU kernel's, clamping included.
+  // The copy (dims and strides per input axis) of the CPU kernel's view, and the offset of its
+  // first element.
   Expected<std::pair<CopyDesc, int64_t>> desc(const Shape& in, const Tensor* const* v) const {
-    std::vector<int64_t> starts = starts_, ends = ends_, axes, steps;
-    bool has_axes = has_axes_, has_steps = false;
-    if (from_attr_) {
-      axes = axes_;
-    } else {
-      INGOT_ASSIGN_OR_RETURN(starts, tensor_ops::read_int_list(*v[1], 1, "starts"));
-      INGOT_ASSIGN_OR_RETURN(ends, tensor_ops::read_int_list(*v[2], 2, "ends"));
-      if ((has_axes = v[3] != nullptr)) {
-        INGOT_ASSIGN_OR_RETURN(axes, tensor_ops::read_int_list(*v[3], 3, "axes"));
-      }
-      if ((has_steps = v[4] != nullptr)) {
-        INGOT_ASSIGN_OR_RETURN(steps, tensor_ops::read_int_list(*v[4], 4, "steps"));
-      }
-    }
-    const int r = int(in.size());
-    const size_t n = starts.size();
-    if (ends.size() != n || (has_axes && axes.size() != n) || (has_steps && steps.size() != n))
-      return invalid_argument("starts, ends, axes and steps differ in length");
-    std::vector<int64_t> dims = in, start(size_t(r), 0), step(size_t(r), 1);
-    for (size_t i = 0; i < n; ++i) {
-      INGOT_ASSIGN_OR_RETURN(int a, normalize_axis(has_axes ? axes[i] : int64_t(i), r, "axes entry"));
-      int64_t d = in[size_t(a)], st = has_steps ? steps[i] : 1;
-      if (st == 0) return invalid_argument("steps " + ints_str(steps) + " has a 0 step");
-      st = std::clamp<int64_t>(st, -(d + 1), d + 1);  // larger steps take one element, like d + 1
-      if (st == 0) st = 1;
-      int64_t s = starts[i], e = ends[i];
-      if (s < 0) s = s < -d ? -1 : s + d;
-      if (e < 0) e = e < -d ? -1 : e + d;
-      int64_t len;
-      if (st > 0) {
-        s = std::clamp<int64_t>(s, 0, d);
-        e = std::clamp<int64_t>(e, 0, d);
-        len = e > s ? (e - s - 1) / st + 1 : 0;
-      } else {
-        s = std::clamp<int64_t>(s, 0, d - 1);
-        e = std::clamp<int64_t>(e, -1, d - 1);
-        len = s > e ? (s - e - 1) / (-st) + 1 : 0;
-      }
-      if (d == 0) len = 0;
-      dims[size_t(a)] = len;
-      start[size_t(a)] = len ? s : 0;
-      step[size_t(a)] = st;
-    }
+    INGOT_ASSIGN_OR_RETURN(tensor_ops::SliceView view, params_.view(in, v));
     std::vector<int64_t> st = strides_of(in);
     CopyDesc c;
     int64_t base = 0;
-    for (int k = 0; k < r; ++k) {
-      base += start[size_t(k)] * st[size_t(k)];
-      c.push(dims[size_t(k)], step[size_t(k)] * st[size_t(k)]);
+    for (size_t k = 0; k < in.size(); ++k) {
+      base += view.start[k] * st[k];
+      c.push(view.out[k], view.step[k] * st[k]);
     }
     return std::make_pair(c, base);
   }
 
-  bool from_attr_ = false, has_axes_ = false;
-  std::vector<int64_t> starts_, ends_, axes_;
+  tensor_ops::SliceParams params_;
 };
 
 // ---------------------------------------------------------------- Expand / Tile
