@@ -1,8 +1,5 @@
-// Softmax, LogSoftmax and Hardmax.
-//   opset < 13: the input is seen as 2-D [prod(dims[:axis]), prod(dims[axis:])] (axis default 1)
-//               and the op works on each row.
-//   opset 13+:  the op works along the single dimension `axis` (default -1).
-// Either way the work is an [outer, n, inner] problem: reduce over n for each (outer, inner).
+// Softmax, LogSoftmax and Hardmax, each an [outer, n, inner] problem (ir/softmax_axis.h: how
+// `axis` splits the input, before opset 13 and from it on): reduce over n for each (outer, inner).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,6 +8,7 @@
 
 #include "ir/dispatch.h"
 #include "ir/shape_util.h"
+#include "ir/softmax_axis.h"
 #include "backends/cpu/float_kernel_util.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
@@ -24,16 +22,11 @@ using cpu::to_doubles;
 
 enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 
-struct Split {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
 template <SoftmaxKind K>
 class SoftmaxFamilyKernel : public OpKernel {
  public:
   Status init(const Node& node, int opset) override {
-    legacy_ = opset < 13;
-    axis_ = node.attrs.get_int("axis", legacy_ ? 1 : -1);
+    axis_.init(node, opset);
     return Status::ok();
   }
 
@@ -43,7 +36,7 @@ class SoftmaxFamilyKernel : public OpKernel {
       return invalid_argument("input 0 (input) has dtype " + dtype_name(ctx.input_dtype(0)) +
                               "; expected float16, bfloat16, float32 or float64");
     }
-    auto sp = split(ctx.input_shape(0));
+    auto sp = axis_.split(ctx.input_shape(0));
     if (!sp) return sp.status();
     ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
     return Status::ok();
@@ -51,7 +44,7 @@ class SoftmaxFamilyKernel : public OpKernel {
 
   Status compute(ComputeContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    auto sp = split(x.shape());
+    auto sp = axis_.split(x.shape());
     if (!sp) return sp.status();
     Tensor& y = ctx.output(0);
     bool ok = dispatch_float(x.dtype(), [&](auto tag) {
@@ -63,24 +56,8 @@ class SoftmaxFamilyKernel : public OpKernel {
   }
 
  private:
-  Expected<Split> split(const Shape& s) const {
-    int rank = int(s.size());
-    // A scalar has nothing to normalise over; ONNX allows rank >= 1 only.
-    if (rank == 0) return invalid_argument("input 0 (input) is a scalar; expected rank >= 1");
-    INGOT_ASSIGN_OR_RETURN(int axis, normalize_axis(axis_, rank, "axis"));
-    Split sp;
-    for (int i = 0; i < axis; ++i) sp.outer *= s[size_t(i)];
-    if (legacy_) {
-      for (int i = axis; i < rank; ++i) sp.n *= s[size_t(i)];
-    } else {
-      sp.n = s[size_t(axis)];
-      for (int i = axis + 1; i < rank; ++i) sp.inner *= s[size_t(i)];
-    }
-    return sp;
-  }
-
   template <class T>
-  static void run(const T* x, T* y, Split sp) {
+  static void run(const T* x, T* y, SoftmaxSplit sp) {
     using A = AccOf<T>;
     const int64_t n = sp.n, inner = sp.inner;
     if (n == 0 || sp.outer == 0 || inner == 0) return;
@@ -177,8 +154,7 @@ class SoftmaxFamilyKernel : public OpKernel {
     });
   }
 
-  bool legacy_ = false;
-  int64_t axis_ = -1;
+  SoftmaxAxis axis_;
 };
 
 using SoftmaxKernel = SoftmaxFamilyKernel<SoftmaxKind::kSoftmax>;

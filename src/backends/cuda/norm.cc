@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/norm_impl.h"
 #include "ir/shape_util.h"
+#include "ir/softmax_axis.h"
 
 namespace ingot::cuda {
 namespace {
@@ -252,46 +253,32 @@ class SkipLayerNormKernel : public CudaKernel {
 
 // ---------------------------------------------------------------------------------------------
 
-// Softmax / LogSoftmax as an [outer, n, inner] problem (see src/backends/cpu/softmax.cc):
-// opset < 13 coerces the input to 2-D at `axis` (inner = 1), opset 13+ works along `axis`.
+// Softmax / LogSoftmax as an [outer, n, inner] problem (ir/softmax_axis.h).
 template <bool kLog>
 class SoftmaxKernel : public CudaKernel {
  public:
   Status init(const Node& node, int opset) override {
-    legacy_ = opset < 13;
-    axis_ = node.attrs.get_int("axis", legacy_ ? 1 : -1);
+    axis_.init(node, opset);
     return Status::ok();
   }
 
   std::string supports(const std::vector<InputMeta>& in, const std::vector<OutputMeta>&) const override {
     if (!has(in, 0)) return "needs input 0";
     if (!device_float(in[0].dtype)) return dtype_reason("input", in[0].dtype);
-    if (in[0].shape.empty()) return "scalar input";
-    if (!normalize_axis(axis_, int(in[0].shape.size()), "axis")) return "axis " + std::to_string(axis_) + " out of range";
+    if (auto sp = axis_.split(in[0].shape); !sp) return sp.status().message();
     return {};
   }
 
   Status compute(CudaComputeContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const Shape& s = x.shape();
-    const int rank = x.rank();
-    INGOT_ASSIGN_OR_RETURN(int axis, normalize_axis(axis_, rank, "axis"));
-    int64_t outer = 1, n = 1, inner = 1;
-    for (int i = 0; i < axis; ++i) outer *= s[size_t(i)];
-    if (legacy_) {
-      for (int i = axis; i < rank; ++i) n *= s[size_t(i)];
-    } else {
-      n = s[size_t(axis)];
-      for (int i = axis + 1; i < rank; ++i) inner *= s[size_t(i)];
-    }
-    INGOT_CUDA_RETURN_IF_ERROR(launch_softmax(x.raw(), ctx.output(0).raw(), x.dtype(), outer, n, inner, kLog,
+    INGOT_ASSIGN_OR_RETURN(SoftmaxSplit sp, axis_.split(x.shape()));
+    INGOT_CUDA_RETURN_IF_ERROR(launch_softmax(x.raw(), ctx.output(0).raw(), x.dtype(), sp.outer, sp.n, sp.inner, kLog,
                                               ctx.handles().sm_count, ctx.stream()));
     return Status::ok();
   }
 
  private:
-  bool legacy_ = false;
-  int64_t axis_ = -1;
+  SoftmaxAxis axis_;
 };
 
 // ---------------------------------------------------------------------------------------------
