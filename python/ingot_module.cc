@@ -312,9 +312,17 @@ Tensor InferenceSession::to_tensor(const std::string& name, py::handle value) co
   if (py::isinstance<py::array>(value)) {
     arr = py::reinterpret_borrow<py::array>(value);
   } else {
-    // Lists, scalars, buffers: numpy picks the dtype unless the model declares one.
+    if (value.is_none()) throw py::type_error("run: input '" + name + "' is None; expected a numpy array");
+    // Lists, scalars, buffers: numpy picks the dtype unless the model declares one. numpy's own
+    // message (a ragged list, an element that is not a number) does not say which input it was.
     py::object dt = io && numpy_name(io->dtype) ? py::object(numpy_dtype(io->dtype)) : py::object(py::none());
-    arr = np.attr("asarray")(value, dt);
+    try {
+      arr = np.attr("asarray")(value, dt);
+    } catch (py::error_already_set& e) {
+      const std::string what = e.what();
+      if (e.matches(PyExc_ValueError)) throw py::value_error("run: input '" + name + "' is not an array: " + what);
+      throw py::type_error("run: input '" + name + "' is not an array: " + what);
+    }
   }
   DType dt = from_numpy(arr.dtype());
   if (dt == DType::kUndefined) {

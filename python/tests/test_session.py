@@ -96,6 +96,12 @@ def test_missing_input_and_bad_types():
     g["input_ids"] = np.array(["a", "b"])
     with pytest.raises(ingot.InvalidArgument, match="not supported by ingot"):
         sess.run(None, g)
+    g["input_ids"] = None
+    with pytest.raises(TypeError, match="input 'input_ids' is None"):
+        sess.run(None, g)
+    g["input_ids"] = [[1, 2], [3]]
+    with pytest.raises(ValueError, match="input 'input_ids' is not an array"):
+        sess.run(None, g)
 
 
 def test_load_errors():

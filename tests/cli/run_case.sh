@@ -166,6 +166,10 @@ PY
   run_engine_outside_profile)
     "$INGOT" build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --min-shapes x:1x4 --max-shapes x:2x4 >/dev/null 2>&1 || fail "build failed"
     expect_error 1 "input 'x' has shape 3x4, outside the engine's optimization profiles" -- run "$TMP/mlp.ingot" --shapes x:3x4 ;;
+  run_sequence_too_long)
+    # DistilBERT's positions are a slice of a 128-row constant: 200 tokens cannot be embedded.
+    expect_error 1 "1x200 (lookup 0, a table of 1000 rows), 1x128 (lookup 1, a table of 128 rows); a sequence longer than the model's table of positions" \
+                 -- run "$HERE/../models/distilbert/model.torchscript.onnx" --shapes input_ids:1x200,attention_mask:1x200 ;;
   run_mlp)
     expect_ok "output 'y'  float32  [2x8]" -- run "$M/mlp.onnx" --shapes x:2x4 ;;
   run_embed)

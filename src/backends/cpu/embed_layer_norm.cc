@@ -89,7 +89,16 @@ class EmbedLayerNormKernel : public OpKernel {
         return invalid_argument("input " + std::to_string(i) + " has shape " + shape_str(ctx.input_shape(i)) + ", expected [" + std::to_string(h) + "]");
     }
     auto rows = broadcast_shapes(id_shapes);
-    if (!rows) return rows.status().with_context("ids: ");
+    if (!rows) {
+      // Typically a sequence longer than the model's positions: the position ids are a slice of
+      // a constant table (clamped to its length), the token ids are as long as the input.
+      std::string list;
+      for (int l = 0; l < lookups; ++l)
+        list += (l ? ", " : "") + shape_str(id_shapes[size_t(l)]) + " (lookup " + std::to_string(l) + ", a table of " +
+                std::to_string(ctx.input_shape(kFirstLookup + 2 * l)[0]) + " rows)";
+      return invalid_argument("the lookups' ids have shapes that do not broadcast together: " + list +
+                              "; a sequence longer than the model's table of positions does this");
+    }
     Shape out = *rows;
     out.push_back(h);
     ctx.set_output(0, t, out);
