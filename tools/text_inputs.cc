@@ -240,6 +240,26 @@ Expected<TextBatch> encode_text_batch(const Engine& engine, const text::Tokenize
     return invalid_argument("the texts encode to " + std::to_string(seq) + " tokens, but model input '" +
                             fixed_len_input + "' needs exactly " + std::to_string(*fixed_len));
   }
+  // An engine's profiles bound the sequence: say so here, where --max-length is the remedy
+  // (the run would refuse the shape naming only the profiles).
+  if (!fixed_len && !engine.profiles().empty()) {
+    int64_t longest = -1;
+    std::string longest_input;
+    for (const Profile& p : engine.profiles())
+      for (const auto& [name, f] : out.fields) {
+        auto it = p.max.find(name);
+        if (it != p.max.end() && !it->second.empty() && it->second.back() > longest) {
+          longest = it->second.back();
+          longest_input = name;
+        }
+      }
+    if (longest >= 0 && int64_t(seq) > longest) {
+      return invalid_argument(mpath + ": the texts encode to " + std::to_string(seq) +
+                              " tokens, but the engine's profiles take at most " +
+                              std::to_string(longest) + " (input '" + longest_input + "'): use --max-length " +
+                              std::to_string(longest) + " to truncate, or rebuild with a longer --max-shapes");
+    }
+  }
 
   const Graph& g = engine.model().graph;
   for (const auto& [name, f] : out.fields) {

@@ -205,5 +205,11 @@ case $CASE in
     grep -qF "input 'input_ids': token id " "$TMP/err" || fail "the input and id are not named" ;;
   text_labels_mismatch) expect_error 1 "has 3 labels, but output 'logits' has 2 classes" -- run "$MODELS/bert/model.torchscript.onnx" --tokenizer "$TMP/wp.json" --labels "$TMP/labels3.txt" --text hi ;;
   text_labels_missing) expect_error 1 "nolabels.txt: no such file" -- run "$MODELS/bert/model.torchscript.onnx" --tokenizer "$TMP/wp.json" --labels "$TMP/nolabels.txt" --text hi ;;
+  text_longer_than_profile)
+    "$INGOT" build "$MODELS/bert/model.torchscript.onnx" -o "$TMP/bert.ingot" --max-shapes input_ids:2x8,attention_mask:2x8,token_type_ids:2x8 \
+      >/dev/null 2>&1 || fail "build failed"
+    expect_error 1 "but the engine's profiles take at most 8 (input '" -- run "$TMP/bert.ingot" --tokenizer "$TMP/wp.json" \
+      --text "a text of more than eight tokens in all of its words"
+    grep -qF "use --max-length 8 to truncate" "$TMP/err" || fail "no --max-length hint" ;;
   *) echo "unknown case $CASE"; exit 1 ;;
 esac
