@@ -53,11 +53,11 @@ Agreement agree(const std::vector<double>& a, const std::vector<double>& b, doub
     double x = a[i], y = b[i];
     bool xn = std::isnan(x), yn = std::isnan(y);
     if (xn || yn) {
-      if (xn != yn) {
+      if (xn != yn) {  // a NaN against a number differs without bound
         ++r.nan_mismatch;
         ++r.violations;
         if (r.first_violation < 0) r.first_violation = int64_t(i);
-        r.max_abs = std::numeric_limits<double>::infinity();
+        r.max_abs = r.max_rel = sum_abs = std::numeric_limits<double>::infinity();
       }
       continue;
     }
@@ -79,7 +79,8 @@ Agreement agree(const std::vector<double>& a, const std::vector<double>& b, doub
     }
   }
   r.mean_abs = n ? sum_abs / double(n) : 0.0;
-  if (na == 0 && nb == 0) r.cosine = 1.0;
+  if (r.nan_mismatch) r.cosine = std::numeric_limits<double>::quiet_NaN();  // undefined
+  else if (na == 0 && nb == 0) r.cosine = 1.0;
   else if (na == 0 || nb == 0) r.cosine = 0.0;
   else r.cosine = dot / (std::sqrt(na) * std::sqrt(nb));
   if (row > 0 && n > 0 && n % size_t(row) == 0) {

@@ -33,6 +33,8 @@ double per_second(double mean_ms);
 // Element-wise agreement of two arrays (a: tested, b: reference), read as doubles.
 struct Agreement {
   int64_t count = 0;
+  // Where one side has a NaN and the other a number (nan_mismatch > 0), max_abs, max_rel and
+  // mean_abs are infinite and cosine NaN: a summary over the other elements would look clean.
   double max_abs = 0;   // max |a - b|
   double max_rel = 0;   // max |a - b| / |b| over elements with b != 0
   double mean_abs = 0;  // mean |a - b|

@@ -67,6 +67,9 @@ std::vector<double> as_doubles(const Tensor& t) {
   return v;
 }
 
+// A value compare read or computed: NaN is printed as "nan" (bench's "-" means "no value").
+std::string number_str(double v, int digits) { return std::isnan(v) ? "nan" : bench::general(v, digits); }
+
 std::string index_str(const Shape& shape, int64_t flat) {
   if (shape.empty()) return "[]";
   std::vector<int64_t> idx(shape.size());
@@ -278,8 +281,8 @@ int run_compare(const CompareOptions& o) {
           int64_t k = a.first_violation;
           r.reason = std::to_string(a.violations) + " of " + std::to_string(a.count) + " elements out of tolerance";
           if (k >= 0) {
-            r.reason += "; first at " + index_str(r.shape, k) + ": " + bench::general(nt.tensor.scalar_as_double(k), 7) +
-                        " vs " + bench::general(b->scalar_as_double(k), 7);
+            r.reason += "; first at " + index_str(r.shape, k) + ": " + number_str(nt.tensor.scalar_as_double(k), 7) +
+                        " vs " + number_str(b->scalar_as_double(k), 7);
           }
         }
       }
@@ -316,9 +319,9 @@ int run_compare(const CompareOptions& o) {
     const auto& a = r.agreement;
     std::string argmax = r.compared && a.rows > 0 ? bench::fixed(100.0 * double(a.rows_agree) / double(a.rows), 2) + "%" : "-";
     std::string name = r.name + (r.ref_name.empty() || r.ref_name == r.name ? "" : " (vs " + r.ref_name + ")");
-    rows.push_back({name, dtype_name(r.dtype), "[" + shape_str(r.shape) + "]", r.compared ? bench::general(a.max_abs, 3) : "-",
-                    r.compared ? bench::general(a.max_rel, 3) : "-", r.compared ? bench::general(a.mean_abs, 3) : "-",
-                    r.compared ? bench::fixed(a.cosine, 6) : "-", argmax, bench::general(r.atol, 2),
+    rows.push_back({name, dtype_name(r.dtype), "[" + shape_str(r.shape) + "]", r.compared ? number_str(a.max_abs, 3) : "-",
+                    r.compared ? number_str(a.max_rel, 3) : "-", r.compared ? number_str(a.mean_abs, 3) : "-",
+                    r.compared ? (std::isnan(a.cosine) ? "nan" : bench::fixed(a.cosine, 6)) : "-", argmax, bench::general(r.atol, 2),
                     bench::general(r.rtol, 2), r.pass ? "PASS" : "FAIL"});
     if (!r.pass) failed.push_back(r.name);
   }

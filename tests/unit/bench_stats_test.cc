@@ -99,6 +99,11 @@ TEST(BenchStats, AgreementCosineArgmaxAndNaN) {
   Agreement n = agree({nan, 1}, {0, 1}, 1, 1);
   EXPECT_FALSE(n.pass());
   EXPECT_EQ(n.nan_mismatch, 1);
+  EXPECT_TRUE(std::isinf(n.max_abs) && std::isinf(n.max_rel) && std::isinf(n.mean_abs));
+  EXPECT_TRUE(std::isnan(n.cosine));
+  Agreement all = agree({nan, nan}, {1, 2}, 1, 1);  // nothing compared as numbers: nothing looks clean
+  EXPECT_TRUE(std::isinf(all.mean_abs));
+  EXPECT_TRUE(std::isnan(all.cosine));
   EXPECT_DOUBLE_EQ(agree({0, 0}, {0, 0}, 0, 0).cosine, 1.0);
   EXPECT_DOUBLE_EQ(agree({0, 0}, {1, 0}, 0, 0).cosine, 0.0);
 }
