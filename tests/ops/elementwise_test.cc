@@ -156,6 +156,30 @@ TEST(ElementwiseBinary, ComparisonsLogicalBitShift) {
             (std::vector<uint32_t>{16, 0x80000000u, 0}));
 }
 
+// Opset 18's bitwise ops: every integer type, broadcasting, the result in the operands' type.
+TEST(ElementwiseBinary, BitwiseOps) {
+  Tensor a = make<int8_t>({2, 2}, {int8_t(-1), 0x0f, 0x55, int8_t(-128)}), b = make<int8_t>({2}, {0x33, int8_t(-16)});
+  EXPECT_EQ(values<int8_t>(run_single_node("BitwiseAnd", {a, b}, 1, {}, 18)[0]),
+            (std::vector<int8_t>{0x33, 0x00, 0x11, int8_t(-128)}));
+  EXPECT_EQ(values<int8_t>(run_single_node("BitwiseOr", {a, b}, 1, {}, 18)[0]),
+            (std::vector<int8_t>{int8_t(-1), int8_t(-1), 0x77, int8_t(-16)}));
+  EXPECT_EQ(values<int8_t>(run_single_node("BitwiseXor", {a, b}, 1, {}, 18)[0]),
+            (std::vector<int8_t>{int8_t(0xcc), int8_t(-1), 0x66, 0x70}));
+  EXPECT_EQ(values<int8_t>(run_single_node("BitwiseNot", {a}, 1, {}, 18)[0]),
+            (std::vector<int8_t>{0, int8_t(0xf0), int8_t(0xaa), 0x7f}));
+  Tensor u = make<uint16_t>({3}, {0xffff, 0x1234, 0}), v = make<uint16_t>({}, {0x00ff});
+  EXPECT_EQ(values<uint16_t>(run_single_node("BitwiseAnd", {u, v}, 1, {}, 18)[0]), (std::vector<uint16_t>{0x00ff, 0x0034, 0}));
+  EXPECT_EQ(values<uint16_t>(run_single_node("BitwiseNot", {u}, 1, {}, 18)[0]), (std::vector<uint16_t>{0, 0xedcb, 0xffff}));
+  Tensor l = make<int64_t>({2}, {int64_t(1) << 62, -1}), r = make<int64_t>({2}, {-1, int64_t(1) << 40});
+  EXPECT_EQ(values<int64_t>(run_single_node("BitwiseXor", {l, r}, 1, {}, 18)[0]),
+            (std::vector<int64_t>{~(int64_t(1) << 62), ~(int64_t(1) << 40)}));
+  // Floats and bools are refused, naming the input and what it takes.
+  std::string m = run_error("BitwiseOr", {random_tensor({2}, 1), random_tensor({2}, 2)}, 1, {}, 18);
+  EXPECT_NE(m.find("input 0 (A) has dtype float32, expected an integer type"), std::string::npos) << m;
+  m = run_error("BitwiseNot", {make<bool>({1}, {true})}, 1, {}, 18);
+  EXPECT_NE(m.find("has dtype bool, expected an integer type"), std::string::npos) << m;
+}
+
 TEST(ElementwiseBinary, WhereBroadcast) {
   Tensor c = make<bool>({2, 1}, {true, false});
   Tensor x = random_tensor({3}, 4), y = random_tensor({2, 3}, 5);

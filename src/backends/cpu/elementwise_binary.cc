@@ -1,5 +1,5 @@
 // Binary elementwise ops with numpy broadcasting: arithmetic (Add Sub Mul Div Mod Pow),
-// BitShift, comparisons, logical And/Or/Xor, Where and PRelu.
+// BitShift, BitwiseAnd/Or/Xor, comparisons, logical And/Or/Xor, Where and PRelu.
 // Lets GCC if-convert and vectorise comparisons/floor in the loops below; ingot never
 // inspects floating-point exception flags, so results are unchanged.
 #include "backends/cpu/elementwise_util.h"
@@ -102,6 +102,10 @@ struct GreaterEqOp : NoAttrs { template <class C> bool operator()(C a, C b) cons
 struct AndOp : NoAttrs { bool operator()(bool a, bool b) const { return a && b; } };
 struct OrOp : NoAttrs { bool operator()(bool a, bool b) const { return a || b; } };
 struct XorOp : NoAttrs { bool operator()(bool a, bool b) const { return a != b; } };
+// Opset 18's bitwise ops on integers (C(...): the operands of narrow types promote to int).
+struct BitwiseAndOp : NoAttrs { template <class C> C operator()(C a, C b) const { return C(a & b); } };
+struct BitwiseOrOp : NoAttrs { template <class C> C operator()(C a, C b) const { return C(a | b); } };
+struct BitwiseXorOp : NoAttrs { template <class C> C operator()(C a, C b) const { return C(a ^ b); } };
 
 struct PReluOp {
   template <class C> C operator()(C x, C s) const {
@@ -167,6 +171,9 @@ using GreaterEqKernel = BinaryKernel<GreaterEqOp, Types::kNumeric, true>;
 using AndKernel = BinaryKernel<AndOp, Types::kBool, true>;
 using OrKernel = BinaryKernel<OrOp, Types::kBool, true>;
 using XorKernel = BinaryKernel<XorOp, Types::kBool, true>;
+using BitwiseAndKernel = BinaryKernel<BitwiseAndOp, Types::kInt, false>;
+using BitwiseOrKernel = BinaryKernel<BitwiseOrOp, Types::kInt, false>;
+using BitwiseXorKernel = BinaryKernel<BitwiseXorOp, Types::kInt, false>;
 
 // ---------------------------------------------------------------------------------------
 // Pow: base and exponent dtypes may differ (opset 12+); the output has the base's dtype.
@@ -331,6 +338,9 @@ INGOT_REGISTER_KERNEL(cpu, "", Div, DivKernel);
 INGOT_REGISTER_KERNEL(cpu, "", Mod, ModKernel);
 INGOT_REGISTER_KERNEL(cpu, "", Pow, PowKernel);
 INGOT_REGISTER_KERNEL(cpu, "", BitShift, BitShiftKernel);
+INGOT_REGISTER_KERNEL(cpu, "", BitwiseAnd, BitwiseAndKernel);
+INGOT_REGISTER_KERNEL(cpu, "", BitwiseOr, BitwiseOrKernel);
+INGOT_REGISTER_KERNEL(cpu, "", BitwiseXor, BitwiseXorKernel);
 INGOT_REGISTER_KERNEL(cpu, "", Equal, EqualKernel);
 INGOT_REGISTER_KERNEL(cpu, "", Less, LessKernel);
 INGOT_REGISTER_KERNEL(cpu, "", Greater, GreaterKernel);

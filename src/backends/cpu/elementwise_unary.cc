@@ -1,5 +1,5 @@
 // Unary elementwise ops: math (Sqrt Exp Log Sin ... Round Sign), activations (Relu Sigmoid
-// Elu Gelu Mish ...), IsNaN/IsInf, Not and Clip. Each op is a functor over its compute type
+// Elu Gelu Mish ...), IsNaN/IsInf, Not, BitwiseNot and Clip. Each op is a functor over its compute type
 // (float for float16/bfloat16); UnaryKernel runs it over the input in parallel.
 // Lets GCC if-convert and vectorise comparisons/floor in the loops below; ingot never
 // inspects floating-point exception flags, so results are unchanged.
@@ -111,6 +111,11 @@ struct NotOp : NoAttrs {
   static constexpr Types kTypes = Types::kBool;
   static constexpr int64_t kCost = 1;
   bool operator()(bool x) const { return !x; }
+};
+struct BitwiseNotOp : NoAttrs {
+  static constexpr Types kTypes = Types::kInt;
+  static constexpr int64_t kCost = 1;
+  template <class C> C operator()(C x) const { return C(~x); }
 };
 
 // Activations with float attributes.
@@ -364,6 +369,7 @@ INGOT_REGISTER_KERNEL(cpu, "", Abs, UnaryKernel<AbsOp>);
 INGOT_REGISTER_KERNEL(cpu, "", Sign, UnaryKernel<SignOp>);
 INGOT_REGISTER_KERNEL(cpu, "", Relu, UnaryKernel<ReluOp>);
 INGOT_REGISTER_KERNEL(cpu, "", Not, UnaryKernel<NotOp>);
+INGOT_REGISTER_KERNEL(cpu, "", BitwiseNot, UnaryKernel<BitwiseNotOp>);
 INGOT_REGISTER_KERNEL(cpu, "", LeakyRelu, UnaryKernel<LeakyReluOp>);
 INGOT_REGISTER_KERNEL(cpu, "", Elu, UnaryKernel<EluOp>);
 INGOT_REGISTER_KERNEL(cpu, "", Selu, UnaryKernel<SeluOp>);
