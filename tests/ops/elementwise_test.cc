@@ -9,19 +9,6 @@
 namespace ingot::testing {
 namespace {
 
-template <class T>
-Tensor make(Shape shape, std::vector<T> v) {
-  Tensor t(dtype_of<T>(), std::move(shape));
-  EXPECT_EQ(size_t(t.numel()), v.size());
-  for (size_t i = 0; i < v.size() && i < size_t(t.numel()); ++i) t.data<T>()[i] = v[i];
-  return t;
-}
-
-template <class T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-
 // Index of `in` (numpy-broadcast to `out`) for flat output index i.
 int64_t bcast_index(const Shape& in, const Shape& out, int64_t i) {
   int64_t idx = 0, stride = 1;

@@ -61,6 +61,21 @@ inline std::vector<Tensor> run_single_node(const std::string& op_type, const std
 // and developers' VMs differ: some expose AVX-512, some only AVX2.
 inline bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
 
+// A tensor of `shape` holding v (its size must be the shape's element count).
+template <class T>
+Tensor make(Shape shape, std::vector<T> v) {
+  Tensor t(dtype_of<T>(), std::move(shape));
+  EXPECT_EQ(size_t(t.numel()), v.size());
+  for (size_t i = 0; i < v.size() && i < size_t(t.numel()); ++i) t.data<T>()[i] = v[i];
+  return t;
+}
+
+// t's elements as a vector of T (t's dtype must be T's).
+template <class T>
+std::vector<T> values(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+
 inline Tensor random_tensor(Shape shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
   Tensor t(DType::kFloat32, std::move(shape));
   std::mt19937 rng(seed);

@@ -10,23 +10,11 @@
 namespace ingot::testing {
 namespace {
 
-template <class T>
-Tensor make(Shape shape, std::vector<T> v) {
-  Tensor t(dtype_of<T>(), std::move(shape));
-  EXPECT_EQ(size_t(t.numel()), v.size());
-  for (size_t i = 0; i < v.size() && i < size_t(t.numel()); ++i) t.data<T>()[i] = v[i];
-  return t;
-}
 Tensor i64(std::vector<int64_t> v) {
   int64_t n = int64_t(v.size());
   return make<int64_t>({n}, std::move(v));
 }
 Tensor i64s(int64_t v) { return make<int64_t>({}, {v}); }
-
-template <class T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
 
 template <class T>
 Tensor iota_tensor(Shape shape, T start = T(0)) {

@@ -4,14 +4,6 @@
 namespace ingot::testing {
 namespace {
 
-template <class T>
-Tensor make(Shape shape, std::vector<T> v) {
-  Tensor t(dtype_of<T>(), std::move(shape));
-  for (size_t i = 0; i < v.size() && i < size_t(t.numel()); ++i) t.data<T>()[i] = v[i];
-  return t;
-}
-
-std::vector<float> values(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.numel()); }
 
 // Pool: unigrams {1}, {3}; bigrams {1,2}, {2,1}, {1,3}. Uni- and bigrams, one skip.
 Attributes tfidf_attrs(const std::string& mode, std::vector<int64_t> indexes, std::vector<float> weights = {}) {
@@ -46,14 +38,14 @@ TEST(TfIdfVectorizer, HandComputedSkipGrams) {
   auto out = run_single_node("TfIdfVectorizer", {x}, 1, tfidf_attrs("TF", {0, 1, 2, 3, 4}), 9);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].shape(), (Shape{2, 5}));
-  EXPECT_EQ(values(out[0]), (std::vector<float>{2, 1, 2, 1, 1, 0, 2, 0, 0, 0}));
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{2, 1, 2, 1, 1, 0, 2, 0, 0, 0}));
 
   // 1-D int64 input gives a 1-D output.
   Tensor x1 = make<int64_t>({5}, {1, 2, 1, 2, 3});
   out = run_single_node("TfIdfVectorizer", {x1}, 1, tfidf_attrs("TF", {0, 1, 2, 3, 4}), 9);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].shape(), (Shape{5}));
-  EXPECT_EQ(values(out[0]), (std::vector<float>{2, 1, 2, 1, 1}));
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{2, 1, 2, 1, 1}));
 }
 
 TEST(TfIdfVectorizer, PermutedIndexesAndWeights) {
@@ -61,15 +53,15 @@ TEST(TfIdfVectorizer, PermutedIndexesAndWeights) {
   Tensor x = make<int64_t>({5}, {1, 2, 1, 2, 3});
   auto out = run_single_node("TfIdfVectorizer", {x}, 1, tfidf_attrs("TF", {4, 3, 2, 1, 0}), 9);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(values(out[0]), (std::vector<float>{1, 1, 2, 1, 2}));
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{1, 1, 2, 1, 2}));
   out = run_single_node("TfIdfVectorizer", {x}, 1, tfidf_attrs("TFIDF", {4, 3, 2, 1, 0}, {1, 2, 3, 4, 5}), 9);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(values(out[0]), (std::vector<float>{1, 2, 6, 4, 10}));
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{1, 2, 6, 4, 10}));
   // IDF: the weight wherever the n-gram occurs; coordinate 6 never occurs.
   Tensor y = make<int64_t>({2}, {3, 5});
   out = run_single_node("TfIdfVectorizer", {y}, 1, tfidf_attrs("IDF", {0, 1, 2, 3, 6}, {1, 2, 3, 4, 5, 6, 7}), 9);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(values(out[0]), (std::vector<float>{0, 2, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{0, 2, 0, 0, 0, 0, 0}));
 }
 
 TEST(TfIdfVectorizer, BadAttributesAndInputs) {
