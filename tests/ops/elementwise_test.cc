@@ -35,16 +35,6 @@ Shape bshape(const Shape& a, const Shape& b) {
 }
 
 // Runs a node and returns the error message ("" on success).
-std::string run_error(const std::string& op, const std::vector<Tensor>& inputs, int nout, Attributes attrs = {},
-                      int opset = 17) {
-  auto e = Engine::from_model(single_node_model(op, inputs, nout, std::move(attrs), opset));
-  if (!e) return e.status().message();
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) feeds["in" + std::to_string(i)] = inputs[i];
-  auto out = (*e)->create_context()->run(feeds);
-  return out ? "" : out.status().message();
-}
-
 const std::vector<std::pair<Shape, Shape>> kShapePairs = {
     {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}},       {{2, 3, 4}, {}},        {{}, {5}},
     {{2, 1, 4}, {3, 1}},    {{4, 1, 5, 1}, {3, 1, 1}}, {{1, 3, 1}, {2, 1, 6}}, {{3, 1}, {1, 7}},

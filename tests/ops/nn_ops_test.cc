@@ -9,17 +9,6 @@
 namespace ingot::testing {
 namespace {
 
-// Runs a single-node model and returns the error message ("" on success).
-std::string run_error(const std::string& op, const std::vector<Tensor>& inputs, int num_outputs, Attributes attrs,
-                      int opset = 17) {
-  auto e = Engine::from_model(single_node_model(op, inputs, num_outputs, std::move(attrs), opset));
-  if (!e) return e.status().message();
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) feeds["in" + std::to_string(i)] = inputs[i];
-  auto out = (*e)->create_context()->run(feeds);
-  return out ? "" : out.status().message();
-}
-
 Tensor i64(Shape shape, std::vector<int64_t> v) {
   Tensor t(DType::kInt64, std::move(shape));
   for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];

@@ -56,6 +56,24 @@ inline std::vector<Tensor> run_single_node(const std::string& op_type, const std
   return r;
 }
 
+// Builds and runs a single-node model: the error (from the build or the run), ok when it ran.
+inline Status run_status(const std::string& op, const std::vector<Tensor>& inputs, int nout, Attributes attrs = {},
+                         int opset = 17) {
+  auto e = Engine::from_model(single_node_model(op, inputs, nout, std::move(attrs), opset));
+  if (!e) return e.status();
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) feeds["in" + std::to_string(i)] = inputs[i];
+  auto out = (*e)->create_context()->run(feeds);
+  return out ? Status::ok() : out.status();
+}
+
+// The same, as the error's message ("" when it ran).
+inline std::string run_error(const std::string& op, const std::vector<Tensor>& inputs, int nout, Attributes attrs = {},
+                             int opset = 17) {
+  Status st = run_status(op, inputs, nout, std::move(attrs), opset);
+  return st.is_ok() ? "" : st.message();
+}
+
 // Whether this CPU has AVX-512 (F and BW): what precision "bf16" engines need (the engine
 // refuses them elsewhere with a clear error) and oneDNN 2.6's Winograd convolution uses. CI's
 // and developers' VMs differ: some expose AVX-512, some only AVX2.

@@ -24,17 +24,6 @@ Tensor f32(std::vector<float> v, Shape s) {
   return t;
 }
 
-// Runs a one-node model and returns the error (engine build or run); ok when it succeeded.
-Status run_status(const std::string& op, const std::vector<Tensor>& inputs, int num_outputs, Attributes attrs = {},
-                  int opset = 17) {
-  auto e = Engine::from_model(single_node_model(op, inputs, num_outputs, std::move(attrs), opset));
-  if (!e) return e.status();
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) feeds["in" + std::to_string(i)] = inputs[i];
-  auto out = (*e)->create_context()->run(feeds);
-  return out ? Status::ok() : out.status();
-}
-
 void expect_error(const Status& st, const std::string& needle) {
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find(needle), std::string::npos) << st.message();

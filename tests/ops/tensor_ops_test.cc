@@ -4,6 +4,7 @@
 #include <limits>
 #include <new>
 #include <numeric>
+#include <tuple>
 
 #include "op_test_util.h"
 
@@ -21,16 +22,6 @@ Tensor iota_tensor(Shape shape, T start = T(0)) {
   Tensor t(dtype_of<T>(), std::move(shape));
   for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(start + T(i));
   return t;
-}
-
-std::string run_error(const std::string& op, const std::vector<Tensor>& inputs, int nout, Attributes attrs = {},
-                      int opset = 17) {
-  auto e = Engine::from_model(single_node_model(op, inputs, nout, std::move(attrs), opset));
-  if (!e) return e.status().message();
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) feeds["in" + std::to_string(i)] = inputs[i];
-  auto out = (*e)->create_context()->run(feeds);
-  return out ? "" : out.status().message();
 }
 
 Attributes attrs(std::initializer_list<std::pair<const char*, Attribute>> kv) {
@@ -367,6 +358,52 @@ int64_t pad_ref(int64_t o, int64_t d, int64_t b, const std::string& mode) {
   if (mode == "wrap") return ((i % d) + d) % d;
   while (i < 0 || i >= d) i = i < 0 ? -i : 2 * (d - 1) - i;  // reflect
   return i;
+}
+
+// CenterCropPad (opset 18) against an element-by-element reference: crops start at
+// floor((d - n) / 2), pads put floor((n - d) / 2) zeros first.
+TEST(TensorOps, CenterCropPadAgainstReference) {
+  Tensor x = iota_tensor<int32_t>({3, 5, 4}, 1);
+  struct Case {
+    std::vector<int64_t> shape, axes;  // axes empty: all
+  };
+  const std::vector<Case> cases = {{{3, 5, 4}, {}},  {{1, 2, 7}, {}},    {{6, 3}, {1, 2}}, {{8}, {-2}},
+                                   {{2}, {0}},        {{0, 9}, {0, -1}}, {{4, 4, 4}, {}},  {{7, 2}, {2, 0}}};
+  for (const Case& c : cases) {
+    Attributes a;
+    if (!c.axes.empty()) a.set("axes", ints_attr(c.axes));
+    auto out = run_single_node("CenterCropPad", {x, i64(c.shape)}, 1, a, 18);
+    ASSERT_EQ(out.size(), 1u);
+    Shape want = x.shape();
+    std::vector<int64_t> first(3, 0);
+    for (size_t i = 0; i < c.shape.size(); ++i) {
+      int64_t ax = c.axes.empty() ? int64_t(i) : (c.axes[i] < 0 ? c.axes[i] + 3 : c.axes[i]);
+      int64_t d = x.dim(int(ax)), n = c.shape[i];
+      want[size_t(ax)] = n;
+      first[size_t(ax)] = d >= n ? (d - n) / 2 : -((n - d) / 2);
+    }
+    ASSERT_EQ(out[0].shape(), want) << "case " << &c - cases.data();
+    for (int64_t i = 0; i < out[0].numel(); ++i) {
+      int64_t rest = i, in = 0;
+      bool inside = true;
+      for (int k = 2, stride = 1; k >= 0; --k) {
+        int64_t j = rest % want[size_t(k)] + first[size_t(k)];
+        rest /= want[size_t(k)];
+        inside = inside && j >= 0 && j < x.dim(k);
+        in += j * stride;
+        stride *= int(x.dim(k));
+      }
+      ASSERT_EQ(out[0].data<int32_t>()[i], inside ? x.data<int32_t>()[in] : 0) << "case " << &c - cases.data() << " at " << i;
+    }
+  }
+  // Too few shape entries, a repeated axis, a negative size: one clear error each.
+  for (auto [shape, axes, what] : std::vector<std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::string>>{
+           {{2, 2}, {}, "has 2 entries for 3 axes"}, {{2, 2}, {1, -2}, "has a repeated axis"}, {{-1}, {0}, "negative entry"}}) {
+    Attributes a;
+    if (!axes.empty()) a.set("axes", ints_attr(axes));
+    std::string m = run_error("CenterCropPad", {x, i64(shape)}, 1, a, 18);
+    EXPECT_NE(m.find(what), std::string::npos) << m;
+  }
 }
 
 TEST(TensorOps, PadModesAgainstReference) {

@@ -1,5 +1,5 @@
-// Slice, Expand, Tile and Pad: ops that read a strided or repeated view of their input; and
-// Slice's view itself (strided_views.h), which the CUDA Slice kernel reads too.
+// Slice, CenterCropPad, Expand, Tile and Pad: ops that read a strided or repeated view of their
+// input; and Slice's view itself (strided_views.h), which the CUDA Slice kernel reads too.
 #include <limits>
 
 #include "backends/cpu/tensor_util.h"
@@ -136,6 +136,104 @@ class SliceKernel : public OpKernel {
 
  private:
   SliceParams params_;
+};
+
+// ---------------------------------------------------------------- CenterCropPad
+// Opset 18: each axis in `axes` (default all) cropped or zero-padded to shape[i], centered: a
+// crop starts at floor((dim - n) / 2), a pad puts floor((n - dim) / 2) zeros before the data and
+// the rest after.
+class CenterCropPadKernel : public OpKernel {
+ public:
+  Status init(const Node& node, int) override {
+    has_axes_ = node.attrs.has("axes");
+    axes_ = node.attrs.get_ints("axes");
+    return Status::ok();
+  }
+  // Per input axis: the output size and the input index of output index 0 (negative: padding).
+  struct Window {
+    Shape out;
+    std::vector<int64_t> first;
+  };
+  Expected<Window> window(const Shape& in, const Tensor& shape) const {
+    INGOT_ASSIGN_OR_RETURN(auto n, read_int_list(shape, 1, "shape"));
+    const int r = int(in.size());
+    std::vector<int64_t> axes = axes_;
+    if (!has_axes_)
+      for (int i = 0; i < r; ++i) axes.push_back(i);
+    if (n.size() != axes.size())
+      return invalid_argument("input 1 (shape) " + ints_str(n) + " has " + std::to_string(n.size()) + " entries for " +
+                              std::to_string(axes.size()) + " axes");
+    Window w{in, std::vector<int64_t>(size_t(r), 0)};
+    std::vector<bool> seen(size_t(r), false);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      INGOT_ASSIGN_OR_RETURN(int a, normalize_axis(axes[i], r, "axes entry"));
+      if (seen[size_t(a)]) return invalid_model("attribute 'axes' " + ints_str(axes_) + " has a repeated axis");
+      seen[size_t(a)] = true;
+      if (n[i] < 0) return invalid_argument("input 1 (shape) " + ints_str(n) + " has a negative entry");
+      const int64_t d = in[size_t(a)];
+      w.out[size_t(a)] = n[i];
+      w.first[size_t(a)] = d >= n[i] ? (d - n[i]) / 2 : -((n[i] - d) / 2);
+    }
+    INGOT_RETURN_IF_ERROR(check_output_size(w.out, 1));
+    return w;
+  }
+  Status infer(InferContext& ctx) const override {
+    INGOT_RETURN_IF_ERROR(check_input_count(ctx, 2, 2));
+    INGOT_RETURN_IF_ERROR(check_storable(ctx, 0, "input_data"));
+    INGOT_RETURN_IF_ERROR(check_index_dtype(ctx, 1, "shape"));
+    if (!ctx.input_value(1)) {
+      ctx.set_output_dynamic(0, ctx.input_dtype(0));
+      return Status::ok();
+    }
+    INGOT_ASSIGN_OR_RETURN(Window w, window(ctx.input_shape(0), *ctx.input_value(1)));
+    ctx.set_output(0, ctx.input_dtype(0), w.out);
+    return Status::ok();
+  }
+  Status compute(ComputeContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    INGOT_ASSIGN_OR_RETURN(Window w, window(x.shape(), ctx.input(1)));
+    Tensor& y = ctx.allocate_output(0, x.dtype(), w.out);
+    if (y.numel() == 0) return Status::ok();
+    const int r = x.rank();
+    const size_t es = dtype_size(x.dtype());
+    const uint8_t* src = static_cast<const uint8_t*>(x.raw());
+    uint8_t* dst = static_cast<uint8_t*>(y.raw());
+    if (r == 0) {
+      std::memcpy(dst, src, es);
+      return Status::ok();
+    }
+    // Output rows (last axis): a row outside the input on an outer axis is zeros; otherwise
+    // zeros, the input's overlapping span, zeros.
+    const auto ist = strides_of(x.shape());
+    const int64_t out_last = w.out[size_t(r - 1)], in_last = x.dim(r - 1), first = w.first[size_t(r - 1)];
+    const int64_t c0 = std::clamp<int64_t>(-first, 0, out_last), c1 = std::clamp<int64_t>(in_last - first, c0, out_last);
+    const int64_t rows = y.numel() / out_last;
+    parallel_for(rows, out_last, [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        uint8_t* o = dst + size_t(row * out_last) * es;
+        int64_t rest = row, in_off = 0;
+        bool inside = true;
+        for (int k = r - 2; k >= 0; --k) {
+          const int64_t i = rest % w.out[size_t(k)] + w.first[size_t(k)];
+          rest /= w.out[size_t(k)];
+          if (i < 0 || i >= x.dim(k)) inside = false;
+          in_off += i * ist[size_t(k)];
+        }
+        if (!inside || c1 <= c0) {
+          std::memset(o, 0, size_t(out_last) * es);
+          continue;
+        }
+        std::memset(o, 0, size_t(c0) * es);
+        std::memcpy(o + size_t(c0) * es, src + size_t(in_off + c0 + first) * es, size_t(c1 - c0) * es);
+        std::memset(o + size_t(c1) * es, 0, size_t(out_last - c1) * es);
+      }
+    });
+    return Status::ok();
+  }
+
+ private:
+  bool has_axes_ = false;
+  std::vector<int64_t> axes_;
 };
 
 // ---------------------------------------------------------------- Expand
@@ -423,5 +521,6 @@ INGOT_REGISTER_KERNEL(cpu, "", Slice, tensor_ops::SliceKernel);
 INGOT_REGISTER_KERNEL(cpu, "", Expand, tensor_ops::ExpandKernel);
 INGOT_REGISTER_KERNEL(cpu, "", Tile, tensor_ops::TileKernel);
 INGOT_REGISTER_KERNEL(cpu, "", Pad, tensor_ops::PadKernel);
+INGOT_REGISTER_KERNEL(cpu, "", CenterCropPad, tensor_ops::CenterCropPadKernel);
 
 }  // namespace ingot
