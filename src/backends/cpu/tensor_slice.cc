@@ -138,6 +138,22 @@ class SliceKernel : public OpKernel {
   SliceParams params_;
 };
 
+// infer() of an op whose output shape follows from the data's shape and input 1's values
+// (dynamic while those values are unknown): Expand, Tile, CenterCropPad.
+template <class F>
+Status infer_shaped_by_input1(InferContext& ctx, const char* data_name, const char* values_name, F&& out_shape) {
+  INGOT_RETURN_IF_ERROR(check_input_count(ctx, 2, 2));
+  INGOT_RETURN_IF_ERROR(check_storable(ctx, 0, data_name));
+  INGOT_RETURN_IF_ERROR(check_index_dtype(ctx, 1, values_name));
+  if (!ctx.input_value(1)) {
+    ctx.set_output_dynamic(0, ctx.input_dtype(0));
+    return Status::ok();
+  }
+  INGOT_ASSIGN_OR_RETURN(Shape out, out_shape(ctx.input_shape(0), *ctx.input_value(1)));
+  ctx.set_output(0, ctx.input_dtype(0), std::move(out));
+  return Status::ok();
+}
+
 // ---------------------------------------------------------------- CenterCropPad
 // Opset 18: each axis in `axes` (default all) cropped or zero-padded to shape[i], centered: a
 // crop starts at floor((dim - n) / 2), a pad puts floor((n - dim) / 2) zeros before the data and
@@ -178,16 +194,10 @@ class CenterCropPadKernel : public OpKernel {
     return w;
   }
   Status infer(InferContext& ctx) const override {
-    INGOT_RETURN_IF_ERROR(check_input_count(ctx, 2, 2));
-    INGOT_RETURN_IF_ERROR(check_storable(ctx, 0, "input_data"));
-    INGOT_RETURN_IF_ERROR(check_index_dtype(ctx, 1, "shape"));
-    if (!ctx.input_value(1)) {
-      ctx.set_output_dynamic(0, ctx.input_dtype(0));
-      return Status::ok();
-    }
-    INGOT_ASSIGN_OR_RETURN(Window w, window(ctx.input_shape(0), *ctx.input_value(1)));
-    ctx.set_output(0, ctx.input_dtype(0), w.out);
-    return Status::ok();
+    return infer_shaped_by_input1(ctx, "input_data", "shape", [this](const Shape& in, const Tensor& v) -> Expected<Shape> {
+      INGOT_ASSIGN_OR_RETURN(Window w, window(in, v));
+      return w.out;
+    });
   }
   Status compute(ComputeContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -247,18 +257,7 @@ class ExpandKernel : public OpKernel {
     INGOT_RETURN_IF_ERROR(check_output_size(out, 1));
     return out;
   }
-  Status infer(InferContext& ctx) const override {
-    INGOT_RETURN_IF_ERROR(check_input_count(ctx, 2, 2));
-    INGOT_RETURN_IF_ERROR(check_storable(ctx, 0, "input"));
-    INGOT_RETURN_IF_ERROR(check_index_dtype(ctx, 1, "shape"));
-    if (!ctx.input_value(1)) {
-      ctx.set_output_dynamic(0, ctx.input_dtype(0));
-      return Status::ok();
-    }
-    INGOT_ASSIGN_OR_RETURN(Shape s, out_shape(ctx.input_shape(0), *ctx.input_value(1)));
-    ctx.set_output(0, ctx.input_dtype(0), s);
-    return Status::ok();
-  }
+  Status infer(InferContext& ctx) const override { return infer_shaped_by_input1(ctx, "input", "shape", out_shape); }
   Status compute(ComputeContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     INGOT_ASSIGN_OR_RETURN(Shape s, out_shape(x.shape(), ctx.input(1)));
@@ -288,18 +287,7 @@ class TileKernel : public OpKernel {
     INGOT_RETURN_IF_ERROR(check_output_size(out, 1));
     return out;
   }
-  Status infer(InferContext& ctx) const override {
-    INGOT_RETURN_IF_ERROR(check_input_count(ctx, 2, 2));
-    INGOT_RETURN_IF_ERROR(check_storable(ctx, 0, "input"));
-    INGOT_RETURN_IF_ERROR(check_index_dtype(ctx, 1, "repeats"));
-    if (!ctx.input_value(1)) {
-      ctx.set_output_dynamic(0, ctx.input_dtype(0));
-      return Status::ok();
-    }
-    INGOT_ASSIGN_OR_RETURN(Shape s, out_shape(ctx.input_shape(0), *ctx.input_value(1)));
-    ctx.set_output(0, ctx.input_dtype(0), s);
-    return Status::ok();
-  }
+  Status infer(InferContext& ctx) const override { return infer_shaped_by_input1(ctx, "input", "repeats", out_shape); }
   Status compute(ComputeContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     INGOT_ASSIGN_OR_RETURN(Shape s, out_shape(x.shape(), ctx.input(1)));
