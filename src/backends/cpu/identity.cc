@@ -19,8 +19,10 @@ class IdentityKernel : public OpKernel {
 };
 
 // Dropout at inference: output = input, optional mask = all true. training_mode=true with a
-// nonzero ratio would need random numbers, which an inference engine refuses; with ratio 0
-// it is the identity too.
+// nonzero ratio is refused with the fix: a Dropout left in training mode is an export taken
+// before model.eval(), not a model that means to drop activations at inference (random ops that
+// a model does mean, RandomNormalLike and the like, run: random.cc). With ratio 0 it is the
+// identity too.
 class DropoutKernel : public OpKernel {
  public:
   int output_aliases_input(int output) const override { return output == 0 ? 0 : -1; }
