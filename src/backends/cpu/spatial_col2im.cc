@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/tensor_util.h"
 #include "ir/dispatch.h"
 #include "ir/scalar_semantics.h"
 #include "runtime/kernel.h"
@@ -18,11 +19,7 @@
 namespace ingot {
 namespace {
 
-std::string ints_text(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
+using tensor_ops::ints_str;
 
 // What the sums are kept in: double for float types, the wrapping unsigned type for integers.
 template <class T, bool = std::is_integral_v<T>>
@@ -58,12 +55,12 @@ class Col2ImKernel : public OpKernel {
     }
     const size_t k = g.image.size();
     if (k == 0 || g.block.size() != k)
-      return invalid_argument("image_shape " + ints_text(g.image) + " and block_shape " + ints_text(g.block) +
+      return invalid_argument("image_shape " + ints_str(g.image) + " and block_shape " + ints_str(g.block) +
                               " must be non-empty and of the same length");
     auto per_axis = [&](const std::vector<int64_t>& v, size_t n, int64_t fill, const char* name) -> Expected<std::vector<int64_t>> {
       if (v.empty()) return std::vector<int64_t>(n, fill);
       if (v.size() != n)
-        return invalid_model("attribute '" + std::string(name) + "' " + ints_text(v) + " has " + std::to_string(v.size()) +
+        return invalid_model("attribute '" + std::string(name) + "' " + ints_str(v) + " has " + std::to_string(v.size()) +
                              " entries; expected " + std::to_string(n));
       return v;
     };
@@ -74,11 +71,11 @@ class Col2ImKernel : public OpKernel {
       return invalid_argument("input 0 (input) has shape " + shape_str(in) + "; expected [N, C * prod(block_shape), L]");
     for (size_t d = 0; d < k; ++d) {
       if (g.image[d] <= 0 || g.block[d] <= 0 || g.dilation[d] <= 0 || g.stride[d] <= 0 || pads[d] < 0 || pads[k + d] < 0)
-        return invalid_argument("image_shape " + ints_text(g.image) + ", block_shape " + ints_text(g.block) +
+        return invalid_argument("image_shape " + ints_str(g.image) + ", block_shape " + ints_str(g.block) +
                                 ", dilations, strides (positive) or pads (non-negative) out of range");
       const int64_t span = g.dilation[d] * (g.block[d] - 1) + 1, padded = g.image[d] + pads[d] + pads[k + d];
       if (padded < span)
-        return invalid_argument("block_shape " + ints_text(g.block) + " (dilated) does not fit the padded image on axis " +
+        return invalid_argument("block_shape " + ints_str(g.block) + " (dilated) does not fit the padded image on axis " +
                                 std::to_string(d));
       g.grid.push_back((padded - span) / g.stride[d] + 1);
       g.pad_begin.push_back(pads[d]);
