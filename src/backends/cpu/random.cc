@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/tensor_util.h"
 #include "ir/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
@@ -111,6 +112,7 @@ class RandomKernel : public OpKernel {
       ctx.set_output(0, t, ctx.input_shape(0));
     } else {
       if (ctx.num_inputs() != 0) return invalid_model("takes no inputs");
+      INGOT_RETURN_IF_ERROR(tensor_ops::check_output_size(Shape(shape_), 8));
       ctx.set_output(0, dtype_, Shape(shape_));
     }
     return Status::ok();
@@ -210,6 +212,7 @@ class MultinomialKernel : public OpKernel {
     const Shape& s = ctx.input_shape(0);
     if (s.size() != 2) return invalid_argument("input 0 (input) has shape " + shape_str(s) + "; expected [batch_size, class_size]");
     if (s[1] == 0 && samples_ > 0) return invalid_argument("input 0 (input) has no classes to draw from");
+    INGOT_RETURN_IF_ERROR(tensor_ops::check_output_size({s[0], samples_}, 8));
     ctx.set_output(0, dtype_, {s[0], samples_});
     return Status::ok();
   }

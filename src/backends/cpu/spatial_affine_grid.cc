@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/tensor_util.h"
 #include "ir/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
@@ -49,6 +50,7 @@ class AffineGridKernel : public OpKernel {
       out.push_back(v[i]);
     }
     out.push_back(k);
+    INGOT_RETURN_IF_ERROR(tensor_ops::check_output_size(out, 8));  // size comes from values
     return out;
   }
 

@@ -44,6 +44,7 @@ class Col2ImKernel : public OpKernel {
   struct Geometry {
     int64_t n = 0, c = 0, blocks = 1, l = 1;
     std::vector<int64_t> image, block, dilation, pad_begin, stride, grid;
+    Shape out;  // [N, C, image...]
   };
   Expected<Geometry> geometry(const Shape& in, const Tensor& image_shape, const Tensor& block_shape) const {
     Geometry g;
@@ -87,6 +88,9 @@ class Col2ImKernel : public OpKernel {
       return invalid_argument("input 0 (input) has " + std::to_string(in[1]) + " rows, not a multiple of prod(block_shape) = " +
                               std::to_string(g.blocks));
     g.c = in[1] / g.blocks;
+    g.out = {g.n, g.c};
+    g.out.insert(g.out.end(), g.image.begin(), g.image.end());
+    INGOT_RETURN_IF_ERROR(tensor_ops::check_output_size(g.out, 8));  // image_shape comes from values
     if (in[2] != g.l)
       return invalid_argument("input 0 (input) has " + std::to_string(in[2]) + " columns; the sliding positions are " +
                               std::to_string(g.l));
@@ -103,18 +107,14 @@ class Col2ImKernel : public OpKernel {
       return Status::ok();
     }
     INGOT_ASSIGN_OR_RETURN(Geometry g, geometry(ctx.input_shape(0), *ctx.input_value(1), *ctx.input_value(2)));
-    Shape out{g.n, g.c};
-    out.insert(out.end(), g.image.begin(), g.image.end());
-    ctx.set_output(0, ctx.input_dtype(0), out);
+    ctx.set_output(0, ctx.input_dtype(0), g.out);
     return Status::ok();
   }
 
   Status compute(ComputeContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     INGOT_ASSIGN_OR_RETURN(Geometry g, geometry(x.shape(), ctx.input(1), ctx.input(2)));
-    Shape out{g.n, g.c};
-    out.insert(out.end(), g.image.begin(), g.image.end());
-    Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), g.out);
     if (y.numel() == 0) return Status::ok();
     const size_t k = g.image.size();
     int64_t pixels = 1;

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/tensor_util.h"
 #include "ir/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/parallel.h"
@@ -42,7 +43,9 @@ class MaxRoiPoolKernel : public OpKernel {
     if (x.size() != 4) return invalid_argument("input 0 (X) has shape " + shape_str(x) + "; expected [N, C, H, W]");
     if (r.size() != 2 || r[1] != 5)
       return invalid_argument("input 1 (rois) has shape " + shape_str(r) + "; expected [num_rois, 5]");
-    ctx.set_output(0, ctx.input_dtype(0), {r[0], x[1], pooled_[0], pooled_[1]});
+    const Shape out{r[0], x[1], pooled_[0], pooled_[1]};
+    INGOT_RETURN_IF_ERROR(tensor_ops::check_output_size(out, 8));  // pooled_shape is the model's word
+    ctx.set_output(0, ctx.input_dtype(0), out);
     return Status::ok();
   }
 
