@@ -584,5 +584,34 @@ TEST(CudaEngine, SkipOpsLeavesThoseKernelsOut) {
   EXPECT_GT(differ, 0) << "the skipped Softmax still wrote its output";
 }
 
+// A random op (no CUDA kernel: it runs on the CPU between GPU kernels) draws anew every run of a
+// CUDA engine: such a plan is never captured into a graph that would replay one draw. With a
+// seed, an engine built afresh repeats the first run.
+TEST(CudaEngine, RandomOpOnTheCpuDrawsEveryRun) {
+  INGOT_REQUIRE_GPU();
+  GraphBuilder b("test:random_on_cuda");
+  ValueId x = b.input("X", DType::kFloat32, {8, 32});
+  Attributes seed;
+  seed.set("seed", float_attr(3.f));
+  b.output(b.node("Add", {x, b.node("RandomNormalLike", {x}, seed)}));
+  const std::map<std::string, Tensor> feeds{{"X", random_of(DType::kFloat32, {8, 32}, 1)}};
+  EngineOptions o;
+  o.device = "cuda";
+  auto e1 = Engine::from_model(b.m, o), e2 = Engine::from_model(b.m, o);
+  ASSERT_TRUE(e1 && e2);
+  auto ctx = (*e1)->create_context();
+  auto r1 = ctx->run(feeds), r2 = ctx->run(feeds), r3 = ctx->run(feeds), fresh = (*e2)->create_context()->run(feeds);
+  ASSERT_TRUE(r1 && r2 && r3 && fresh);
+  auto differ = [](const Tensor& a, const Tensor& c) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) n += element(a, i) != element(c, i);
+    return n;
+  };
+  EXPECT_GT(differ((*r1)[0].tensor, (*r2)[0].tensor), 200);
+  EXPECT_GT(differ((*r2)[0].tensor, (*r3)[0].tensor), 200);
+  EXPECT_EQ(differ((*r1)[0].tensor, (*fresh)[0].tensor), 0);
+  EXPECT_FALSE((*e1)->device()->fallback_ops().empty());
+}
+
 }  // namespace
 }  // namespace ingot::testing
