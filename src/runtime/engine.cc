@@ -248,8 +248,8 @@ Expected<std::shared_ptr<Engine>> Engine::from_model(Model model, const EngineOp
   auto ex = GraphExecutor::create(g, e->model_.opsets, "cpu", /*prepare_constants=*/!cuda);
   if (!ex) return ex.status().with_context(e->model_.path + ": ");
   e->executor_ = std::move(*ex);
-  auto max_bytes = e->max_value_bytes();
-  if (!max_bytes) return max_bytes.status().with_context(e->model_.path + ": ");
+  auto max_bytes = e->max_value_bytes();  // its errors name the model already (infer_shapes)
+  if (!max_bytes) return max_bytes.status();
   if (cuda) INGOT_RETURN_IF_ERROR(e->make_device_executor(*max_bytes).with_context(e->model_.path + ": "));
   else if (!max_bytes->empty()) e->plan_ = plan_memory(e->executor_->plan_input(*max_bytes));
   return e;

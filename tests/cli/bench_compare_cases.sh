@@ -214,5 +214,12 @@ case $CASE in
       -- compare "$M/mlp.onnx" --io-precision fp16 --shapes x:2x4 --against ort
     expect_rc 0 "io        float16 where the model has float32 (--io-precision fp16): x y; ONNX Runtime gets" \
       -- bench "$M/mlp.onnx" --io-precision fp16 --shapes x:2x4 --against ort --iterations 3 --duration 0 ;;
+  newer_ops_against_ort)
+    # The ops of opsets 18-20 (and LpNormalization, MaxRoiPool) that Debian's ONNX 1.12 test data
+    # lacks (tests/cli/make_models.py, newer_ops()): ingot against ONNX Runtime, one node each.
+    need_ort
+    for f in "$M"/newer_ops/*.onnx; do
+      expect_rc 0 "reference  ONNX Runtime onnxruntime" "PASS: all 1 output(s)" -- compare "$f" --against ort
+    done ;;
   *) echo "unknown case '$CASE'"; exit 1 ;;
 esac

@@ -38,6 +38,47 @@ def vi(name, dtype, shape):
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 
+def newer_ops():
+    """models/newer_ops/*.onnx: one node each of the ops of opsets 18-20 (and LpNormalization,
+    MaxRoiPool) that Debian's ONNX 1.12 test data lacks; cli.newer_ops_against_ort compares ingot
+    with ONNX Runtime on them. Parameters that fix shapes are initializers; X is a graph input."""
+    rng = np.random.RandomState(18)  # its own: the files above keep their bytes
+    d = os.path.join(OUT, "newer_ops")
+    os.makedirs(d, exist_ok=True)
+
+    def one(op, opset, inputs, out_shape, inits=(), out_type=F, order=None, file=None, **attrs):
+        names = order or [i.name for i in inputs] + [t.name for t in inits]  # the node's inputs, in its order
+        node = helper.make_node(op, names, ["y"], name=op.lower(), **attrs)
+        m = model([node], inputs, [vi("y", out_type, out_shape)], inits=inits, opsets=[helper.make_opsetid("", opset)])
+        save(m, file or os.path.join("newer_ops", op.lower() + ".onnx"))
+
+    def init(name, array):
+        return numpy_helper.from_array(np.asarray(array), name)
+
+    I32 = TensorProto.INT32
+    for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+        one(op, 18, [vi("a", I32, [3, 4])], [3, 4], inits=[init("b", rng.randint(-1000, 1000, size=(4,)).astype(np.int32))],
+            out_type=I32)
+    one("BitwiseNot", 18, [vi("a", I32, [3, 4])], [3, 4], out_type=I32)
+    one("LpNormalization", 17, [vi("x", F, [3, 5, 4])], [3, 5, 4], axis=1, p=1)
+    one("CenterCropPad", 18, [vi("x", F, [3, 5, 4])], [3, 8, 3], inits=[init("shape", np.array([8, 3], np.int64))], axes=[1, 2])
+    col2im_params = [init("image_shape", np.array([5, 6], np.int64)), init("block_shape", np.array([2, 3], np.int64))]
+    one("Col2Im", 18, [vi("x", F, [2, 12, 15])], [2, 2, 5, 6], inits=col2im_params, strides=[2, 1], pads=[1, 0, 0, 1])
+    # static_shape_error.onnx: the same with 12 columns where the geometry gives 15 sliding positions
+    # (an error at load, from shape inference of declared shapes).
+    one("Col2Im", 18, [vi("x", F, [2, 12, 12])], [2, 2, 5, 6], inits=col2im_params, strides=[2, 1], pads=[1, 0, 0, 1],
+        file="static_shape_error.onnx")
+    one("AffineGrid", 20, [vi("theta", F, [2, 2, 3])], [2, 4, 5, 2], inits=[init("size", np.array([2, 3, 4, 5], np.int64))],
+        align_corners=0)
+    rois = np.array([[0, 0, 0, 6, 5], [1, 1.4, 2.6, 4.5, 7.2], [0, -2, 3, 20, 4]], np.float32)
+    one("MaxRoiPool", 1, [vi("x", F, [2, 3, 8, 7])], [3, 3, 2, 3], inits=[init("rois", rois)], pooled_shape=[2, 3],
+        spatial_scale=0.75)
+    w = rng.uniform(-1, 1, size=(4, 2, 3, 3)).astype(np.float32)
+    one("DeformConv", 19, [vi("x", F, [1, 4, 6, 6]), vi("offset", F, [1, 36, 6, 6])], [1, 4, 6, 6],
+        inits=[init("w", w), init("b", rng.uniform(-1, 1, size=(4,)).astype(np.float32))], order=["x", "w", "offset", "b"],
+        group=2, offset_group=2, pads=[1, 1, 1, 1])
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.RandomState(0)
@@ -121,6 +162,7 @@ def main():
         info = zipfile.ZipInfo("x.npy", date_time=(1980, 1, 1, 0, 0, 0))
         info.compress_type = zipfile.ZIP_DEFLATED
         z.writestr(info, buf.getvalue())
+    newer_ops()
 
 
 if __name__ == "__main__":

@@ -166,6 +166,11 @@ PY
   run_engine_outside_profile)
     "$INGOT" build "$M/mlp.onnx" -o "$TMP/mlp.ingot" --min-shapes x:1x4 --max-shapes x:2x4 >/dev/null 2>&1 || fail "build failed"
     expect_error 1 "input 'x' has shape 3x4, outside the engine's optimization profiles" -- run "$TMP/mlp.ingot" --shapes x:3x4 ;;
+  static_shape_error)
+    # A model whose declared shapes fail at load: the model is named once, then the node.
+    expect_error 1 "static_shape_error.onnx: node 'col2im' (Col2Im): input 0 (input) has 12 columns; the sliding positions are 15" \
+                 -- run "$M/static_shape_error.onnx"
+    [ "$(grep -o 'static_shape_error.onnx' "$TMP/err" | wc -l)" -eq 1 ] || fail "the model is named more than once" ;;
   run_sequence_too_long)
     # DistilBERT's positions are a slice of a 128-row constant: 200 tokens cannot be embedded.
     expect_error 1 "1x200 (lookup 0, a table of 1000 rows), 1x128 (lookup 1, a table of 128 rows); a sequence longer than the model's table of positions" \
