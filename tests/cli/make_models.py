@@ -40,7 +40,7 @@ F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 def newer_ops():
     """models/newer_ops/*.onnx: one node each of the ops of opsets 18-20 (and LpNormalization,
-    MaxRoiPool) that Debian's ONNX 1.12 test data lacks; cli.newer_ops_against_ort compares ingot
+    MaxRoiPool, GridSample on volumes) that Debian's ONNX 1.12 test data lacks; cli.newer_ops_against_ort compares ingot
     with ONNX Runtime on them. Parameters that fix shapes are initializers; X is a graph input."""
     rng = np.random.RandomState(18)  # its own: the files above keep their bytes
     d = os.path.join(OUT, "newer_ops")
@@ -73,6 +73,16 @@ def newer_ops():
     rois = np.array([[0, 0, 0, 6, 5], [1, 1.4, 2.6, 4.5, 7.2], [0, -2, 3, 20, 4]], np.float32)
     one("MaxRoiPool", 1, [vi("x", F, [2, 3, 8, 7])], [3, 3, 2, 3], inits=[init("rois", rois)], pooled_shape=[2, 3],
         spatial_scale=0.75)
+    # GridSample on volumes (opset 20): the grid stretched by 1.6 so that points fall outside
+    # the volume and the padding modes matter.
+    for mode, pad, align in (("linear", "zeros", 0), ("nearest", "border", 1), ("linear", "reflection", 0),
+                             ("linear", "reflection", 1)):
+        nodes = [helper.make_node("Mul", ["grid", "stretch"], ["g"], name="stretch"),
+                 helper.make_node("GridSample", ["x", "g"], ["y"], name="gridsample", mode=mode, padding_mode=pad,
+                                  align_corners=align)]
+        m = model(nodes, [vi("x", F, [2, 3, 4, 5, 6]), vi("grid", F, [2, 3, 2, 4, 3])], [vi("y", F, [2, 3, 3, 2, 4])],
+                  inits=[init("stretch", np.float32(1.6))], opsets=[helper.make_opsetid("", 20)])
+        save(m, os.path.join("newer_ops", "gridsample_volume_%s_%s_%d.onnx" % (mode, pad, align)))
     w = rng.uniform(-1, 1, size=(4, 2, 3, 3)).astype(np.float32)
     one("DeformConv", 19, [vi("x", F, [1, 4, 6, 6]), vi("offset", F, [1, 36, 6, 6])], [1, 4, 6, 6],
         inits=[init("w", w), init("b", rng.uniform(-1, 1, size=(4,)).astype(np.float32))], order=["x", "w", "offset", "b"],

@@ -352,6 +352,40 @@ TEST(NnOps, GridSampleIdentityGrid) {
   EXPECT_NE(m.find("input 1 (grid) has shape 1x3x4x3"), std::string::npos) << m;
 }
 
+// Volumes (opset 20): each depth slice of X is the image times (slice + 1); a grid whose z lands
+// on slice 1 exactly samples 2x what the image GridSample gives at the same (x, y), for every
+// padding mode (x, y reach past the image) and both modes that volumes take.
+TEST(NnOps, GridSampleVolumeSliceIsTheImageSample) {
+  Tensor img = random_tensor({2, 3, 5, 6}, 31);
+  Tensor vol(DType::kFloat32, {2, 3, 3, 5, 6});
+  for (int64_t nc = 0; nc < 6; ++nc)
+    for (int64_t d = 0; d < 3; ++d)
+      for (int64_t i = 0; i < 30; ++i) vol.data<float>()[(nc * 3 + d) * 30 + i] = float(d + 1) * img.data<float>()[nc * 30 + i];
+  Tensor g2 = random_tensor({2, 4, 7, 2}, 32, -1.4f, 1.4f);
+  Tensor g3(DType::kFloat32, {2, 1, 4, 7, 3});
+  for (int64_t p = 0; p < 2 * 4 * 7; ++p) {
+    g3.data<float>()[p * 3] = g2.data<float>()[p * 2];
+    g3.data<float>()[p * 3 + 1] = g2.data<float>()[p * 2 + 1];
+    g3.data<float>()[p * 3 + 2] = 0.f;  // align_corners = 1: depth index (0 + 1) / 2 * (3 - 1) = 1
+  }
+  for (const char* mode : {"linear", "nearest"})
+    for (const char* pad : {"zeros", "border", "reflection"}) {
+      Attributes a;
+      a.set("align_corners", int_attr(1));
+      a.set("mode", str_attr(mode));
+      a.set("padding_mode", str_attr(pad));
+      auto two = run_single_node("GridSample", {img, g2}, 1, a, 20);
+      auto three = run_single_node("GridSample", {vol, g3}, 1, a, 20);
+      ASSERT_EQ(three[0].shape(), (Shape{2, 3, 1, 4, 7}));
+      for (int64_t i = 0; i < two[0].numel(); ++i)
+        ASSERT_NEAR(three[0].data<float>()[i], 2.f * two[0].data<float>()[i], 1e-5f) << mode << " " << pad << " at " << i;
+    }
+  Attributes cubic;
+  cubic.set("mode", str_attr("cubic"));
+  std::string m = run_error("GridSample", {vol, g3}, 1, cubic, 20);
+  EXPECT_NE(m.find("mode cubic is defined for 4-D images"), std::string::npos) << m;
+}
+
 TEST(NnOps, RoiAlignWholeImageAverage) {
   // One roi covering a constant image: every bin averages to the constant.
   Tensor x(DType::kFloat32, {1, 1, 4, 4});

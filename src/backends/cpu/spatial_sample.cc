@@ -18,8 +18,10 @@ using cpu::check_float;
 using cpu::to_doubles;
 
 // ---------------------------------------------------------------------------------------------
-// GridSample (opset 16: bilinear/nearest/bicubic; opset 20 spells them linear/nearest/cubic).
-// X [N, C, H, W], grid [N, Ho, Wo, 2] with (x, y) in [-1, 1]; Y [N, C, Ho, Wo].
+// GridSample (opset 16: bilinear/nearest/bicubic; opset 20 spells them linear/nearest/cubic,
+// and adds volumes). X [N, C, H, W], grid [N, Ho, Wo, 2] with (x, y) in [-1, 1]; Y [N, C, Ho, Wo].
+// Volumes (opset 20): X [N, C, D, H, W], grid [N, Do, Ho, Wo, 3] with (x, y, z); Y [N, C, Do, Ho,
+// Wo]; linear (trilinear) and nearest, cubic being defined for images only.
 
 enum class GsMode { kLinear, kNearest, kCubic };
 enum class GsPad { kZeros, kBorder, kReflection };
@@ -47,14 +49,21 @@ class GridSampleKernel : public OpKernel {
     INGOT_RETURN_IF_ERROR(check_float(ctx, 1, "grid"));
     const Shape& xs = ctx.input_shape(0);
     const Shape& gs = ctx.input_shape(1);
-    if (xs.size() != 4) {
-      return unsupported("input 0 (X) has shape " + shape_str(xs) + "; ingot's GridSample supports 4-D [N, C, H, W] only");
+    if (xs.size() != 4 && xs.size() != 5) {
+      return unsupported("input 0 (X) has shape " + shape_str(xs) +
+                         "; ingot's GridSample takes images [N, C, H, W] and volumes [N, C, D, H, W]");
     }
-    if (gs.size() != 4 || gs[3] != 2 || gs[0] != xs[0]) {
+    const bool volume = xs.size() == 5;
+    if (volume && mode_ == GsMode::kCubic)
+      return invalid_argument("mode cubic is defined for 4-D images; input 0 (X) has shape " + shape_str(xs));
+    const int64_t k = volume ? 3 : 2;
+    if (gs.size() != xs.size() || gs.back() != k || gs[0] != xs[0]) {
       return invalid_argument("input 1 (grid) has shape " + shape_str(gs) + ", expected [" + std::to_string(xs[0]) +
-                              ", H_out, W_out, 2]");
+                              (volume ? ", D_out, H_out, W_out, 3]" : ", H_out, W_out, 2]"));
     }
-    ctx.set_output(0, ctx.input_dtype(0), {xs[0], xs[1], gs[1], gs[2]});
+    Shape out{xs[0], xs[1]};
+    out.insert(out.end(), gs.begin() + 1, gs.end() - 1);
+    ctx.set_output(0, ctx.input_dtype(0), out);
     return Status::ok();
   }
 
@@ -66,7 +75,8 @@ class GridSampleKernel : public OpKernel {
       using T = typename decltype(tag)::type;
       dispatch_float(grid.dtype(), [&](auto gtag) {
         using G = typename decltype(gtag)::type;
-        run<T, G>(x, grid, y);
+        if (x.rank() == 5) run_volume<T, G>(x, grid, y);
+        else run<T, G>(x, grid, y);
       });
     });
     return Status::ok();
@@ -173,6 +183,80 @@ class GridSampleKernel : public OpKernel {
             }
             Y[((n * C + c) * Ho + oy) * Wo + ox] = T(v);
           }
+        }
+      }
+    });
+  }
+
+  // The volume form: (x, y, z) over (W, H, D), each axis denormalised and padded as in run().
+  template <class T, class G>
+  void run_volume(const Tensor& xt, const Tensor& gt, Tensor& yt) const {
+    using A = AccOf<T>;
+    const int64_t N = xt.dim(0), C = xt.dim(1), len[3] = {xt.dim(4), xt.dim(3), xt.dim(2)};  // W, H, D
+    const int64_t Do = gt.dim(1), Ho = gt.dim(2), Wo = gt.dim(3), points = Do * Ho * Wo;
+    const T* X = xt.data<T>();
+    const G* grid = gt.data<G>();
+    T* Y = yt.data<T>();
+    if (len[0] <= 0 || len[1] <= 0 || len[2] <= 0) return;  // all-zero output (already zero-filled)
+    double lo[3], hi[3];
+    for (int a = 0; a < 3; ++a) lo[a] = align_ ? 0 : -0.5, hi[a] = align_ ? double(len[a] - 1) : double(len[a]) - 0.5;
+    // Voxel (x, y, z) of one channel volume, with the padding mode applied to the integer position.
+    auto voxel = [&](const T* vol, int64_t p[3]) -> A {
+      int64_t q[3];
+      for (int a = 0; a < 3; ++a) {
+        q[a] = p[a];
+        if (pad_ == GsPad::kZeros) {
+          if (q[a] < 0 || q[a] >= len[a]) return A(0);
+        } else {
+          if (pad_ == GsPad::kReflection) q[a] = int64_t(reflect(double(q[a]), lo[a], hi[a]));
+          q[a] = std::clamp<int64_t>(q[a], 0, len[a] - 1);
+        }
+      }
+      return A(vol[(q[2] * len[1] + q[1]) * len[0] + q[0]]);
+    };
+    parallel_for(N * points, C * 16, [&](int64_t b, int64_t e) {
+      for (int64_t at = b; at < e; ++at) {
+        const int64_t n = at / points, pt = at % points;
+        const G* g = grid + at * 3;
+        double u[3];
+        bool finite = true;
+        for (int a = 0; a < 3; ++a) {
+          const double v = double(g[a]);
+          u[a] = align_ ? (v + 1) / 2.0 * double(len[a] - 1) : ((v + 1) * double(len[a]) - 1) / 2.0;
+          finite = finite && std::isfinite(u[a]);
+        }
+        for (int64_t c = 0; c < C; ++c) {
+          const T* vol = X + (n * C + c) * len[0] * len[1] * len[2];
+          A v = A(0);
+          if (!finite) {
+          } else if (mode_ == GsMode::kNearest) {
+            int64_t p[3];
+            for (int a = 0; a < 3; ++a) {
+              double r = std::nearbyint(u[a]);
+              if (pad_ == GsPad::kReflection) r = std::nearbyint(reflect(r, lo[a], hi[a]));
+              p[a] = int64_t(r);
+            }
+            v = voxel(vol, p);
+          } else {  // trilinear over the 8 corners
+            int64_t base[3];
+            A frac[3];
+            for (int a = 0; a < 3; ++a) {
+              const double f = std::floor(u[a]);
+              base[a] = int64_t(f);
+              frac[a] = A(u[a] - f);
+            }
+            for (int corner = 0; corner < 8; ++corner) {
+              int64_t p[3];
+              A w = A(1);
+              for (int a = 0; a < 3; ++a) {
+                const int bit = (corner >> a) & 1;
+                p[a] = base[a] + bit;
+                w *= bit ? frac[a] : A(1) - frac[a];
+              }
+              v += w * voxel(vol, p);
+            }
+          }
+          Y[(n * C + c) * points + pt] = T(v);
         }
       }
     });
