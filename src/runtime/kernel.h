@@ -52,17 +52,21 @@ class InferContext {
   // must call set_output_dynamic.
   const Tensor* input_value(int i) const { return has_input(i) ? inputs_[size_t(i)].value : nullptr; }
 
-  int num_outputs() const { return int(outputs_.size()); }
+  // The node's outputs. A kernel may describe more (TopK's indices on a node that lists only
+  // its values): those are kept past num_outputs(), so that compute() has somewhere to write
+  // them, and dropped by the executor.
+  int num_outputs() const { return int(node_.outputs.size()); }
   bool has_output(int i) const { return i < num_outputs() && node_.outputs[size_t(i)] != kNoValue; }
-  void set_output(int i, DType dtype, Shape shape) {
-    if (i < num_outputs()) outputs_[size_t(i)] = OutputMeta{dtype, std::move(shape), false, true};
-  }
-  void set_output_dynamic(int i, DType dtype) {
-    if (i < num_outputs()) outputs_[size_t(i)] = OutputMeta{dtype, {}, true, true};
-  }
+  void set_output(int i, DType dtype, Shape shape) { slot(i) = OutputMeta{dtype, std::move(shape), false, true}; }
+  void set_output_dynamic(int i, DType dtype) { slot(i) = OutputMeta{dtype, {}, true, true}; }
   const std::vector<OutputMeta>& outputs() const { return outputs_; }
 
  private:
+  OutputMeta& slot(int i) {
+    if (size_t(i) >= outputs_.size()) outputs_.resize(size_t(i) + 1);
+    return outputs_[size_t(i)];
+  }
+
   const Node& node_;
   std::vector<InputMeta> inputs_;
   std::vector<OutputMeta> outputs_;
@@ -95,21 +99,24 @@ class ComputeContext {
   bool has_input(int i) const { return i < num_inputs() && inputs_[size_t(i)] != nullptr; }
   const Tensor& input(int i) const { return *inputs_[size_t(i)]; }
 
-  int num_outputs() const { return int(outputs_.size()); }
+  // The node's outputs; outputs_ also holds any that infer() described past them (InferContext),
+  // computed and dropped. An output neither listed nor described is written to a scratch tensor.
+  int num_outputs() const { return int(node_.outputs.size()); }
   bool has_output(int i) const { return i < num_outputs() && node_.outputs[size_t(i)] != kNoValue; }
   // The output buffer, allocated on first use with the shape infer() gave, zero-filled.
   Tensor& output(int i) {
-    Tensor& t = outputs_[size_t(i)];
+    Tensor& t = slot(i);
     if (!t.defined()) t = make(i, metas_[size_t(i)].dtype, metas_[size_t(i)].shape);
     return t;
   }
   // For outputs infer() marked dynamic: allocate now that the shape is known.
   Tensor& allocate_output(int i, DType dtype, Shape shape) {
-    outputs_[size_t(i)] = make(i, dtype, std::move(shape));
-    return outputs_[size_t(i)];
+    Tensor& t = slot(i);
+    t = make(i, dtype, std::move(shape));
+    return t;
   }
   // Makes output i an existing tensor (a view of an input for Reshape/Identity/Squeeze).
-  void set_output(int i, Tensor t) { outputs_[size_t(i)] = std::move(t); }
+  void set_output(int i, Tensor t) { slot(i) = std::move(t); }
 
   Expected<std::vector<Tensor>> run_subgraph(const Graph& body, const std::vector<Tensor>& inputs) const {
     if (!run_subgraph_) return internal_error("subgraphs cannot run in this context");
@@ -119,6 +126,13 @@ class ComputeContext {
   std::vector<Tensor>& outputs() { return outputs_; }
 
  private:
+  Tensor& slot(int i) {
+    if (size_t(i) >= outputs_.size()) {
+      outputs_.resize(size_t(i) + 1);
+      metas_.resize(size_t(i) + 1);  // not described by infer(): allocate_output() must size it
+    }
+    return outputs_[size_t(i)];
+  }
   Tensor make(int i, DType dtype, Shape shape) {
     if (size_t(i) < slots_.size() && slots_[size_t(i)].data) {
       size_t bytes = size_t(shape_numel(shape)) * dtype_size(dtype);

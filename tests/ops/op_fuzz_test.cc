@@ -2,6 +2,7 @@
 // (Col2Im, CenterCropPad, AffineGrid, MaxRoiPool, DeformConv, LpNormalization, Multinomial,
 // Bernoulli): every run either succeeds or fails with a message, never crashes or reads out of
 // bounds (the CPU suite also runs under ASan + UBSan).
+#include <functional>
 #include <random>
 
 #include "op_test_util.h"
@@ -110,6 +111,76 @@ TEST(OpFuzz, GeometryFromAttributesAndValues) {
   for (const char* op : {"Col2Im", "CenterCropPad", "AffineGrid", "MaxRoiPool", "DeformConv", "LpNormalization", "Multinomial",
                          "Bernoulli"})
     EXPECT_GE(ran[op], 10) << op << " ran " << ran[op] << " of 150 times";
+}
+
+// Every CPU kernel with random inputs, and in half the seeds common attributes (axis, axes, perm,
+// pads, mode, ...) at random, often wrong, values: 0 to 5 inputs of
+// random dtype (float32, float16, int64, int32, bool), rank 0 to 4 and dims 0 to 3, small
+// values (so that index-like inputs are often in range), at a random opset. Most runs are
+// refused; none may crash, hang or read out of bounds (the CPU suite also runs under ASan +
+// UBSan), and a refusal must say something.
+TEST(OpFuzz, EveryCpuOpWithRandomInputs) {
+  const DType kTypes[] = {DType::kFloat32, DType::kFloat16, DType::kInt64, DType::kInt32, DType::kBool};
+  const int kOpsets[] = {11, 13, 17, 18, 20};
+  int ran_any = 0;
+  for (const std::string& qualified : KernelRegistry::instance().ops("cpu")) {
+    const size_t colon = qualified.find(':');
+    const std::string domain = qualified.substr(0, colon), op = qualified.substr(colon + 1);
+    for (uint32_t seed = 1; seed <= 100; ++seed) {
+      Fuzz f(seed * 7919u + uint32_t(std::hash<std::string>()(qualified)));
+      std::vector<Tensor> in;
+      for (int64_t i = 0, n = f.in(0, 5); i < n; ++i) {
+        const DType t = kTypes[f.in(0, 4)];
+        Tensor x(t, f.shape(size_t(f.in(0, 4)), 0, 3));
+        for (int64_t e = 0; e < x.numel(); ++e) {
+          const int64_t v = f.in(-3, 5);
+          switch (t) {
+            case DType::kFloat32: x.data<float>()[e] = float(v) * 0.75f; break;
+            case DType::kFloat16: x.data<float16>()[e] = float16(float(v) * 0.75f); break;
+            case DType::kInt64: x.data<int64_t>()[e] = v; break;
+            case DType::kInt32: x.data<int32_t>()[e] = int32_t(v); break;
+            default: x.data<bool>()[e] = v > 1; break;
+          }
+        }
+        in.push_back(std::move(x));
+      }
+      const int nout = int(f.in(1, 2));
+      // Half the seeds also set attributes that many ops read, to random (often wrong) values.
+      Attributes a;
+      if (seed % 2 == 0) {
+        const char* const kInts[] = {"axis", "keepdims", "to", "group", "transA", "transB", "blocksize", "num_outputs",
+                                     "upper", "exclusive", "reverse", "select_last_index", "largest", "sorted",
+                                     "ceil_mode", "count_include_pad", "batch_dims", "center_point_box", "p"};
+        const char* const kLists[] = {"axes", "perm", "kernel_shape", "strides", "pads", "dilations", "split", "shape",
+                                      "starts", "ends", "output_padding", "output_shape", "pooled_shape"};
+        const char* const kModes[] = {"constant", "reflect", "edge", "wrap", "nearest", "linear", "cubic", "DCR",
+                                      "CRD", "bilinear", "avg", "max", "half_pixel", "garbage"};
+        for (const char* name : kInts)
+          if (f.in(0, 3) == 0) a.set(name, int_attr(f.in(-5, 12)));
+        for (const char* name : kLists)
+          if (f.in(0, 3) == 0) a.set(name, ints_attr(f.ints(size_t(f.in(0, 5)), -3, 4)));
+        if (f.in(0, 1)) a.set("mode", string_attr(kModes[f.in(0, 13)]));
+        if (f.in(0, 2) == 0) a.set("reduction", string_attr(f.in(0, 1) ? "max" : "mul"));
+        if (f.in(0, 2) == 0) a.set("direction", string_attr(f.in(0, 1) ? "LEFT" : "RIGHT"));
+        for (const char* name : {"epsilon", "alpha", "beta", "gamma", "scale", "bias", "lambd", "spatial_scale"})
+          if (f.in(0, 3) == 0) a.set(name, float_attr(float(f.in(-4, 4)) * 0.5f));
+      }
+      auto e = Engine::from_model(single_node_model(op, in, nout, a, kOpsets[f.in(0, 4)], domain));
+      std::string message;
+      if (!e) {
+        message = e.status().message();
+      } else {
+        std::map<std::string, Tensor> feeds;
+        for (size_t i = 0; i < in.size(); ++i) feeds["in" + std::to_string(i)] = in[i];
+        auto out = (*e)->create_context()->run(feeds);
+        if (out) ++ran_any;
+        else message = out.status().message();
+        if (out) continue;
+      }
+      EXPECT_FALSE(message.empty()) << qualified << " seed " << seed;
+    }
+  }
+  EXPECT_GT(ran_any, 1000);  // the inputs reach the kernels' computations, not only their refusals
 }
 
 }  // namespace
