@@ -561,6 +561,14 @@ TEST(TensorOps, UniqueSortedAndUnsorted) {
   EXPECT_EQ(values<int32_t>(ua[0]), (std::vector<int32_t>{0, 1, 1, 1}));
   EXPECT_EQ(values<int64_t>(ua[2]), (std::vector<int64_t>{1, 0, 1}));
   EXPECT_EQ(values<int64_t>(ua[3]), (std::vector<int64_t>{1, 2}));
+  // Slices of no elements along the axis (found by OpFuzz under UBSan: a copy from a null
+  // buffer): they are all equal, so one of them is unique.
+  Tensor empty(DType::kFloat32, {2, 3, 0});
+  auto ue = run_single_node("Unique", {empty}, 4, attrs({{"axis", int_attr(1)}}));
+  ASSERT_EQ(ue.size(), 4u);
+  EXPECT_EQ(ue[0].shape(), (Shape{2, 1, 0}));
+  EXPECT_EQ(values<int64_t>(ue[2]), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(values<int64_t>(ue[3]), (std::vector<int64_t>{3}));
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ class UniqueKernel : public OpKernel {
     std::vector<uint8_t> rows;
     const uint8_t* src = static_cast<const uint8_t*>(x.raw());
     const uint8_t* rp = src;
-    if (a >= 0 && outer > 1) {
+    if (a >= 0 && outer > 1 && inner > 0) {  // (rows of no elements are never read)
       rows.resize(size_t(n * len) * es);
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t k = 0; k < n; ++k)
