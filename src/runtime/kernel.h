@@ -100,13 +100,17 @@ class ComputeContext {
   const Tensor& input(int i) const { return *inputs_[size_t(i)]; }
 
   // The node's outputs; outputs_ also holds any that infer() described past them (InferContext),
-  // computed and dropped. An output neither listed nor described is written to a scratch tensor.
+  // computed and dropped. Any other output a kernel writes goes to `unlisted_` (allocate_output()
+  // must size it), also dropped.
   int num_outputs() const { return int(node_.outputs.size()); }
   bool has_output(int i) const { return i < num_outputs() && node_.outputs[size_t(i)] != kNoValue; }
   // The output buffer, allocated on first use with the shape infer() gave, zero-filled.
   Tensor& output(int i) {
     Tensor& t = slot(i);
-    if (!t.defined()) t = make(i, metas_[size_t(i)].dtype, metas_[size_t(i)].shape);
+    if (!t.defined()) {
+      const OutputMeta m = size_t(i) < metas_.size() ? metas_[size_t(i)] : OutputMeta{};
+      t = make(i, m.dtype, m.shape);
+    }
     return t;
   }
   // For outputs infer() marked dynamic: allocate now that the shape is known.
@@ -126,13 +130,9 @@ class ComputeContext {
   std::vector<Tensor>& outputs() { return outputs_; }
 
  private:
-  Tensor& slot(int i) {
-    if (size_t(i) >= outputs_.size()) {
-      outputs_.resize(size_t(i) + 1);
-      metas_.resize(size_t(i) + 1);  // not described by infer(): allocate_output() must size it
-    }
-    return outputs_[size_t(i)];
-  }
+  // outputs_ never grows, so that a reference a kernel holds to one output stays valid while it
+  // allocates the next.
+  Tensor& slot(int i) { return size_t(i) < outputs_.size() ? outputs_[size_t(i)] : unlisted_[i]; }
   Tensor make(int i, DType dtype, Shape shape) {
     if (size_t(i) < slots_.size() && slots_[size_t(i)].data) {
       size_t bytes = size_t(shape_numel(shape)) * dtype_size(dtype);
@@ -148,6 +148,7 @@ class ComputeContext {
   std::vector<const Tensor*> inputs_;
   std::vector<OutputMeta> metas_;
   std::vector<Tensor> outputs_;
+  std::map<int, Tensor> unlisted_;
   SubgraphRunner run_subgraph_;
   std::vector<OutputSlot> slots_;
 };

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/elementwise_util.h"
 #include "backends/cpu/tensor_util.h"
 #include "ir/dispatch.h"
 #include "runtime/kernel.h"
@@ -137,10 +138,7 @@ class DeformConvKernel : public OpKernel {
       dispatch_float(t.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* p = t.data<T>();
-        for (int64_t i = 0; i < t.numel(); ++i) {
-          if constexpr (std::is_floating_point_v<T>) v[size_t(i)] = C(p[i]);
-          else v[size_t(i)] = C(float(p[i]));
-        }
+        for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = ew::convert<C>(p[i]);
       });
       return v;
     };
@@ -179,10 +177,7 @@ class DeformConvKernel : public OpKernel {
     dispatch_float(y.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* p = y.data<T>();
-      for (int64_t i = 0; i < y.numel(); ++i) {
-        if constexpr (std::is_floating_point_v<T>) p[i] = T(out[size_t(i)]);
-        else p[i] = T(float(out[size_t(i)]));
-      }
+      for (int64_t i = 0; i < y.numel(); ++i) p[i] = ew::convert<T>(out[size_t(i)]);
     });
   }
 

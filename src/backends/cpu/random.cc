@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/elementwise_util.h"
+#include "backends/cpu/float_kernel_util.h"
 #include "backends/cpu/tensor_util.h"
 #include "ir/dispatch.h"
 #include "runtime/kernel.h"
@@ -71,10 +73,7 @@ void fill_float(Tensor& t, F&& next) {
   dispatch_float(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if constexpr (std::is_floating_point_v<T>) p[i] = T(next());
-      else p[i] = T(float(next()));
-    }
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = ew::convert<T>(next());
   });
 }
 
@@ -160,27 +159,21 @@ class BernoulliKernel : public OpKernel {
     return Status::ok();
   }
   Status compute(ComputeContext& ctx) const override {
-    const Tensor& p = ctx.input(0);
+    const std::vector<double> p = cpu::to_doubles(ctx.input(0));
     Tensor& y = ctx.output(0);
-    for (int64_t i = 0; i < p.numel(); ++i) {
-      const double v = p.scalar_as_double(i);
-      if (!(v >= 0 && v <= 1))
-        return invalid_argument("input 0 (input) holds " + std::to_string(v) + " at " + std::to_string(i) +
+    for (size_t i = 0; i < p.size(); ++i)
+      if (!(p[i] >= 0 && p[i] <= 1))
+        return invalid_argument("input 0 (input) holds " + std::to_string(p[i]) + " at " + std::to_string(i) +
                                 "; probabilities must be in [0, 1]");
-    }
-    std::vector<uint8_t> bits(static_cast<size_t>(p.numel()));
+    std::vector<uint8_t> bits(p.size());
     gen_.draw([&](std::mt19937_64& rng) {
       std::uniform_real_distribution<double> u(0.0, 1.0);
-      for (int64_t i = 0; i < p.numel(); ++i) bits[size_t(i)] = u(rng) < p.scalar_as_double(i);
+      for (size_t i = 0; i < p.size(); ++i) bits[i] = u(rng) < p[i];
     });
     dispatch_all(y.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* o = y.data<T>();
-      for (int64_t i = 0; i < y.numel(); ++i) {
-        if constexpr (std::is_same_v<T, bool>) o[i] = bits[size_t(i)] != 0;
-        else if constexpr (std::is_arithmetic_v<T>) o[i] = T(bits[size_t(i)]);
-        else o[i] = T(float(bits[size_t(i)]));
-      }
+      for (int64_t i = 0; i < y.numel(); ++i) o[i] = ew::convert<T>(bits[size_t(i)] != 0);
     });
     return Status::ok();
   }
@@ -218,18 +211,19 @@ class MultinomialKernel : public OpKernel {
   }
   Status compute(ComputeContext& ctx) const override {
     const Tensor& x = ctx.input(0);
+    const std::vector<double> logp = cpu::to_doubles(x);
     Tensor& y = ctx.output(0);
     const int64_t rows = x.dim(0), classes = x.dim(1);
     std::vector<double> cdf(static_cast<size_t>(classes));
     std::vector<int64_t> drawn(static_cast<size_t>(rows * samples_));
     for (int64_t r = 0; r < rows; ++r) {
       double mx = -INFINITY;
-      for (int64_t c = 0; c < classes; ++c) mx = std::max(mx, x.scalar_as_double(r * classes + c));
+      for (int64_t c = 0; c < classes; ++c) mx = std::max(mx, logp[size_t(r * classes + c)]);
       if (!std::isfinite(mx))
         return invalid_argument("input 0 (input) row " + std::to_string(r) + " has no finite log-probability to draw from");
       double total = 0;
       for (int64_t c = 0; c < classes; ++c) {
-        const double v = x.scalar_as_double(r * classes + c);
+        const double v = logp[size_t(r * classes + c)];
         if (std::isnan(v)) return invalid_argument("input 0 (input) row " + std::to_string(r) + " holds NaN");
         cdf[size_t(c)] = total += std::exp(v - mx);
       }

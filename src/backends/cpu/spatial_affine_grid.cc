@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/elementwise_util.h"
 #include "backends/cpu/tensor_util.h"
 #include "ir/dispatch.h"
 #include "runtime/kernel.h"
@@ -40,8 +41,7 @@ class AffineGridKernel : public OpKernel {
       return invalid_argument("input 1 (size) must be " + std::to_string(k + 2) + " int64 values ([N, C, " +
                               (k == 2 ? "H, W" : "D, H, W") + "]) for theta " + shape_str(theta) + ", got " +
                               dtype_name(size.dtype()) + " " + shape_str(size.shape()));
-    std::vector<int64_t> v;
-    for (int64_t i = 0; i < size.numel(); ++i) v.push_back(int64_t(size.scalar_as_double(i)));
+    const std::vector<int64_t> v = size.to_int_vector();
     if (v[0] != theta[0])
       return invalid_argument("input 1 (size) has batch " + std::to_string(v[0]) + ", theta has " + std::to_string(theta[0]));
     Shape out{v[0]};
@@ -80,7 +80,6 @@ class AffineGridKernel : public OpKernel {
     for (int64_t e : extent) points *= e;
     dispatch_float(theta.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      constexpr bool kNative = std::is_floating_point_v<T>;  // float, double; else a 16-bit type
       const T* th = theta.data<T>();
       T* g = grid.data<T>();
       parallel_for(n * points, 16, [&](int64_t b, int64_t e) {
@@ -95,13 +94,8 @@ class AffineGridKernel : public OpKernel {
           const T* m = th + batch * k * (k + 1);
           for (int64_t r = 0; r < k; ++r) {
             double v = 0;
-            for (int64_t j = 0; j <= k; ++j) {
-              const T w = m[r * (k + 1) + j];
-              if constexpr (kNative) v += double(w) * c[j];
-              else v += double(float(w)) * c[j];
-            }
-            if constexpr (kNative) g[at * k + r] = T(v);
-            else g[at * k + r] = T(float(v));
+            for (int64_t j = 0; j <= k; ++j) v += ew::convert<double>(m[r * (k + 1) + j]) * c[j];
+            g[at * k + r] = ew::convert<T>(v);
           }
         }
       });

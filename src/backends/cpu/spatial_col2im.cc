@@ -6,10 +6,10 @@
 // per spatial axis, the last axis fastest. Overlapping blocks add up: in double for float types
 // (then rounded once), wrapping for integers.
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/elementwise_util.h"
 #include "backends/cpu/tensor_util.h"
 #include "ir/dispatch.h"
 #include "ir/scalar_semantics.h"
@@ -48,12 +48,8 @@ class Col2ImKernel : public OpKernel {
   };
   Expected<Geometry> geometry(const Shape& in, const Tensor& image_shape, const Tensor& block_shape) const {
     Geometry g;
-    for (const auto& [t, name, dst] : {std::tuple{&image_shape, "image_shape", &g.image}, std::tuple{&block_shape, "block_shape", &g.block}}) {
-      if (t->rank() != 1 || (t->dtype() != DType::kInt64 && t->dtype() != DType::kInt32))
-        return invalid_argument(std::string("input ") + (dst == &g.image ? "1" : "2") + " (" + name +
-                                ") must be a 1-D int64 tensor, got " + dtype_name(t->dtype()) + " " + shape_str(t->shape()));
-      for (int64_t i = 0; i < t->numel(); ++i) dst->push_back(int64_t(t->scalar_as_double(i)));
-    }
+    INGOT_ASSIGN_OR_RETURN(g.image, tensor_ops::read_int_list(image_shape, 1, "image_shape"));
+    INGOT_ASSIGN_OR_RETURN(g.block, tensor_ops::read_int_list(block_shape, 2, "block_shape"));
     const size_t k = g.image.size();
     if (k == 0 || g.block.size() != k)
       return invalid_argument("image_shape " + ints_str(g.image) + " and block_shape " + ints_str(g.block) +
@@ -122,10 +118,6 @@ class Col2ImKernel : public OpKernel {
     dispatch_numeric(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using A = typename Accumulator<T>::type;
-      auto widen = [](T v) -> A {
-        if constexpr (std::is_integral_v<T> || std::is_floating_point_v<T>) return A(v);
-        else return A(float(v));
-      };
       const T* px = x.data<T>();
       T* py = y.data<T>();
       // One (n, c) image a task: its blocks scattered into an accumulator, then rounded once.
@@ -148,14 +140,11 @@ class Col2ImKernel : public OpKernel {
                 at += i * stride;
                 stride *= g.image[u];
               }
-              if (inside) acc[size_t(at)] = A(acc[size_t(at)] + widen(src[blk * g.l + l]));
+              if (inside) acc[size_t(at)] = A(acc[size_t(at)] + ew::convert<A>(src[blk * g.l + l]));
             }
           }
           T* dst = py + nc * pixels;
-          for (int64_t i = 0; i < pixels; ++i) {
-            if constexpr (std::is_integral_v<T> || std::is_floating_point_v<T>) dst[i] = T(acc[size_t(i)]);
-            else dst[i] = T(float(acc[size_t(i)]));  // float16, bfloat16: rounded once from float
-          }
+          for (int64_t i = 0; i < pixels; ++i) dst[i] = ew::convert<T>(acc[size_t(i)]);
         }
       });
     });
